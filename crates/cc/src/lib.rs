@@ -1,0 +1,35 @@
+//! Kleinrock's congestion-control algorithms.
+//!
+//! Each algorithm is written once, the way the Linux kernel writes it:
+//! integer and fixed-point arithmetic behind the hooks of `struct
+//! tcp_congestion_ops` ([`CongestionControl`]), reading and writing only the
+//! connection fields the kernel lets it touch ([`Sock`]). The same code then
+//! runs in the simulator, replays kernel traces bit for bit, and is the
+//! reference the BPF ports are checked against.
+//!
+//! - [`sock`]: the connection state and its two clocks (µs and jiffies).
+//! - [`ops`]: the hooks, their arguments, and [`Hook`] (one recorded call).
+//! - [`aimd`]: slow start and additive increase, shared by every algorithm.
+//! - [`hystart`], [`hystart_pp`]: slow-start exits algorithms opt into.
+//! - [`reno`], [`cubic`]: the algorithms.
+//! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
+//! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
+//!
+//! The crate has no dependencies and reads no clock and no randomness.
+
+#![forbid(unsafe_code)]
+
+pub mod aimd;
+pub mod cubic;
+pub mod driver;
+pub mod hystart;
+pub mod hystart_pp;
+pub mod ops;
+pub mod params;
+pub mod reno;
+pub mod sock;
+pub mod spec;
+
+pub use ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample};
+pub use sock::{CaState, Field, PacingStatus, Sock};
+pub use spec::{Algorithm, SpecError, ALGORITHMS};

@@ -1,0 +1,167 @@
+//! Reno (NewReno loss recovery is the TCP core's): Linux's built-in `reno`.
+//!
+//! Jacobson's slow start and congestion avoidance (SIGCOMM '88, RFC 5681):
+//! cwnd doubles per round trip below ssthresh, grows by one segment per
+//! round trip above it, and halves on loss. Linux implements it in
+//! `net/ipv4/tcp_cong.c` (`tcp_reno_cong_avoid`, `tcp_reno_ssthresh`,
+//! `tcp_reno_undo_cwnd`), the fallback every other algorithm builds on; this
+//! is that, through the shared helpers of [`crate::aimd`].
+//!
+//! Kleinrock adds one option the kernel lacks: `hystart=hspp` replaces the
+//! initial slow start with HyStart++ (RFC 9406), see [`crate::hystart_pp`].
+
+use crate::aimd::{tcp_cong_avoid_ai, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start};
+use crate::hystart_pp::HystartPP;
+use crate::ops::{AckSample, CaVisitor, CongestionControl};
+use crate::params::{flag_value, ParamError, ParamInfo, Params};
+use crate::sock::{Field, Sock};
+
+/// Reno's options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RenoParams {
+    /// Use HyStart++ for the initial slow start.
+    pub hystart_pp: bool,
+}
+
+impl Params for RenoParams {
+    const INFO: &'static [ParamInfo] = &[ParamInfo {
+        key: "hystart",
+        values: "off|hspp",
+        help: "slow-start exit: off (Linux reno) or hspp (HyStart++, RFC 9406)",
+    }];
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
+        match key {
+            "hystart" => {
+                self.hystart_pp = match value {
+                    "hspp" => true,
+                    _ => flag_value(value).map_err(|_| ParamError::value(key, value))?,
+                };
+                if self.hystart_pp && value != "hspp" {
+                    // `hystart=1` would suggest Linux HyStart, which reno lacks.
+                    return Err(ParamError::value(key, value));
+                }
+                Ok(())
+            }
+            _ => Err(ParamError::unknown(key)),
+        }
+    }
+
+    fn get(&self, key: &str) -> String {
+        match key {
+            "hystart" if self.hystart_pp => "hspp".into(),
+            "hystart" => "off".into(),
+            _ => String::new(),
+        }
+    }
+}
+
+/// The reno algorithm.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reno {
+    params: RenoParams,
+    hspp: HystartPP,
+}
+
+const RENO_READS: &[Field] = &[
+    Field::snd_cwnd,
+    Field::snd_ssthresh,
+    Field::snd_cwnd_cnt,
+    Field::snd_cwnd_clamp,
+    Field::is_cwnd_limited,
+    Field::max_packets_out,
+    Field::prior_cwnd,
+];
+
+const RENO_HSPP_READS: &[Field] = &[
+    Field::snd_cwnd,
+    Field::snd_ssthresh,
+    Field::snd_cwnd_cnt,
+    Field::snd_cwnd_clamp,
+    Field::is_cwnd_limited,
+    Field::max_packets_out,
+    Field::prior_cwnd,
+    Field::snd_una,
+    Field::snd_nxt,
+    Field::pacing_status,
+];
+
+impl Reno {
+    pub fn new(params: RenoParams) -> Reno {
+        Reno {
+            params,
+            hspp: HystartPP::default(),
+        }
+    }
+
+    pub fn params(&self) -> &RenoParams {
+        &self.params
+    }
+}
+
+impl CongestionControl for Reno {
+    fn name(&self) -> &'static str {
+        "reno"
+    }
+
+    fn init(&mut self, _sk: &mut Sock) {
+        self.hspp = HystartPP::default();
+    }
+
+    fn ssthresh(&mut self, sk: &mut Sock) -> u32 {
+        self.hspp.on_loss();
+        tcp_reno_ssthresh(sk)
+    }
+
+    fn cong_avoid(&mut self, sk: &mut Sock, ack: u32, acked: u32) {
+        if !self.params.hystart_pp {
+            return crate::aimd::tcp_reno_cong_avoid(sk, ack, acked);
+        }
+        if !sk.is_cwnd_limited() {
+            return;
+        }
+        let mut acked = acked;
+        if sk.in_slow_start() {
+            acked = self.hspp.slow_start(sk, acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        let w = sk.snd_cwnd;
+        tcp_cong_avoid_ai(sk, w, acked);
+    }
+
+    fn pkts_acked(&mut self, sk: &mut Sock, sample: &AckSample) {
+        if self.params.hystart_pp {
+            let rtt = u32::try_from(sample.rtt_us).ok().map(|r| r.max(1));
+            self.hspp.on_ack(sk, rtt);
+        }
+    }
+
+    fn undo_cwnd(&mut self, sk: &mut Sock) -> u32 {
+        tcp_reno_undo_cwnd(sk)
+    }
+
+    fn visit_ca(&self, visit: CaVisitor<'_>) {
+        if self.params.hystart_pp {
+            self.hspp.visit(visit);
+        }
+    }
+
+    fn set_ca(&mut self, name: &str, value: u64) -> bool {
+        self.params.hystart_pp && self.hspp.set(name, value)
+    }
+
+    fn reads(&self) -> &'static [Field] {
+        if self.params.hystart_pp {
+            RENO_HSPP_READS
+        } else {
+            RENO_READS
+        }
+    }
+}
+
+// Keep the unused-import lint honest: tcp_slow_start is what `hystart=off`
+// runs inside tcp_reno_cong_avoid.
+#[allow(dead_code)]
+const _: fn(&mut Sock, u32) -> u32 = tcp_slow_start;
