@@ -406,15 +406,19 @@ impl Cubic {
         let now = sk.jiffies;
         self.ca.ack_cnt = self.ca.ack_cnt.wrapping_add(acked);
 
-        // Nothing changed and the last computation is recent (1/32 s).
-        if self.ca.last_cwnd == cwnd
-            && (now.wrapping_sub(self.ca.last_time) as i32) <= (sk.hz / 32) as i32
-        {
+        // Nothing changed and the last computation is recent (1/32 s): the
+        // kernel skips everything, friendliness included, which on
+        // sub-millisecond paths holds the friendly window back for dozens of
+        // round trips. FreeBSD evaluates its estimate on every ACK, so its
+        // two estimators do here too; only the cubic function is held.
+        let hold = self.ca.last_cwnd == cwnd
+            && (now.wrapping_sub(self.ca.last_time) as i32) <= (sk.hz / 32) as i32;
+        if hold && matches!(self.params.friendly, Friendly::Linux | Friendly::Off) {
             return;
         }
         // The cubic function is evaluated at most once per jiffy; any cwnd
         // reduction clears epoch_start and forces a recomputation.
-        if self.ca.epoch_start == 0 || now != self.ca.last_time {
+        if !hold && (self.ca.epoch_start == 0 || now != self.ca.last_time) {
             self.ca.last_cwnd = cwnd;
             self.ca.last_time = now;
             if self.ca.epoch_start == 0 {

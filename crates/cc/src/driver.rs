@@ -170,7 +170,9 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
         let n = self.sk.snd_cwnd.max(1);
         let round_start = self.now_us;
         self.sk.set_clock(round_start);
-        if self.sk.packets_out == 0 {
+        // A bulk flow refills the pipe as ACKs return, so it transmits from
+        // an empty pipe (CA_EVENT_TX_START) only once, at the start.
+        if self.totals.rounds == 0 {
             self.call(Hook::CwndEvent(CaEvent::TxStart));
         }
         self.send(n, mss);
