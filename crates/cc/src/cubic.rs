@@ -578,6 +578,7 @@ const CUBIC_READS: &[Field] = &[
     Field::pacing_rate,
     Field::pacing_status,
     Field::gso_max_size,
+    Field::jiffies,
 ];
 
 const CUBIC_EQ4_READS: &[Field] = &[
@@ -595,6 +596,7 @@ const CUBIC_EQ4_READS: &[Field] = &[
     Field::pacing_rate,
     Field::pacing_status,
     Field::gso_max_size,
+    Field::jiffies,
     Field::srtt_us,
 ];
 

@@ -156,6 +156,13 @@ pub trait CongestionControl {
         false
     }
 
+    /// Private members the kernel fills from a random draw (BBR's
+    /// `cycle_idx`): a replay copies them from the trace instead of
+    /// expecting to reproduce them.
+    fn drawn_at_random(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The [`Sock`] fields this algorithm reads, so that a replayer can tell
     /// a trace that lacks one of them apart from one that merely diverges.
     fn reads(&self) -> &'static [crate::sock::Field];

@@ -233,6 +233,9 @@ impl CongestionControl for Algorithm {
     fn reads(&self) -> &'static [Field] {
         dispatch!(self, a => a.reads())
     }
+    fn drawn_at_random(&self) -> &'static [&'static str] {
+        dispatch!(self, a => a.drawn_at_random())
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,200 @@
+//! Column names of the hook-trace format (`design/TRACE_FORMAT.md`, copied
+//! into docs/TRACE_FORMAT.md), and the mapping between a row and a [`Hook`].
+
+use kleinrock_cc::{CaEvent, CaState, Field, Hook};
+
+pub const SEQ: &str = "seq";
+pub const TS_NS: &str = "ts_ns";
+pub const HOOK: &str = "hook";
+pub const FUNC: &str = "func";
+pub const JIFFIES_IN: &str = "jiffies_in";
+pub const JIFFIES_OUT: &str = "jiffies_out";
+pub const ARG_ACK: &str = "arg_ack";
+pub const ARG_ACKED: &str = "arg_acked";
+pub const ARG_U: &str = "arg_u";
+pub const ARG_FLAG: &str = "arg_flag";
+pub const AS_PKTS_ACKED: &str = "as_pkts_acked";
+pub const AS_RTT_US: &str = "as_rtt_us";
+pub const AS_IN_FLIGHT: &str = "as_in_flight";
+pub const RET: &str = "ret";
+
+/// `struct rate_sample` columns, in the order the format lists them.
+pub const RS_COLUMNS: [&str; 14] = [
+    "rs_prior_mstamp",
+    "rs_prior_delivered",
+    "rs_delivered",
+    "rs_interval_us",
+    "rs_snd_interval_us",
+    "rs_rcv_interval_us",
+    "rs_rtt_us",
+    "rs_losses",
+    "rs_acked_sacked",
+    "rs_prior_in_flight",
+    "rs_last_end_seq",
+    "rs_is_app_limited",
+    "rs_is_retrans",
+    "rs_is_ack_delayed",
+];
+
+/// Outputs a replay compares, as (column, field) pairs.
+pub const OUTPUTS: [(&str, Field); 7] = [
+    ("post_snd_cwnd", Field::snd_cwnd),
+    ("post_snd_ssthresh", Field::snd_ssthresh),
+    ("post_snd_cwnd_cnt", Field::snd_cwnd_cnt),
+    ("post_pacing_rate", Field::pacing_rate),
+    ("post_pacing_status", Field::pacing_status),
+    ("post_app_limited", Field::app_limited),
+    ("post_prior_cwnd", Field::prior_cwnd),
+];
+
+/// Outputs every trace must carry.
+pub const REQUIRED_OUTPUTS: [&str; 2] = ["post_snd_cwnd", "post_snd_ssthresh"];
+
+/// The `pre_` column of a connection field; `jiffies` is carried by
+/// `jiffies_in` instead.
+pub fn pre_column(f: Field) -> String {
+    match f {
+        Field::jiffies => JIFFIES_IN.to_string(),
+        _ => format!("pre_{}", f.name()),
+    }
+}
+
+/// The argument columns a hook needs.
+pub fn arg_columns(hook: &str) -> &'static [&'static str] {
+    match hook {
+        "cong_avoid" => &[ARG_ACK, ARG_ACKED],
+        "cong_control" => &[ARG_ACK, ARG_FLAG],
+        "pkts_acked" => &[AS_PKTS_ACKED, AS_RTT_US, AS_IN_FLIGHT],
+        "set_state" | "cwnd_event" | "in_ack_event" => &[ARG_U],
+        _ => &[],
+    }
+}
+
+/// The argument cells of a hook call, as (column, value).
+pub fn hook_args(hook: &Hook) -> Vec<(&'static str, i128)> {
+    match *hook {
+        Hook::CongAvoid { ack, acked } => vec![(ARG_ACK, ack as i128), (ARG_ACKED, acked as i128)],
+        Hook::PktsAcked(s) => vec![
+            (AS_PKTS_ACKED, s.pkts_acked as i128),
+            (AS_RTT_US, s.rtt_us as i128),
+            (AS_IN_FLIGHT, s.in_flight as i128),
+        ],
+        Hook::SetState(s) => vec![(ARG_U, s as u8 as i128)],
+        Hook::CwndEvent(e) => vec![(ARG_U, e as u8 as i128)],
+        Hook::InAckEvent(f) => vec![(ARG_U, f as i128)],
+        Hook::CongControl { ack, flag, rs } => {
+            let mut v = vec![(ARG_ACK, ack as i128), (ARG_FLAG, flag as i128)];
+            let cells: [i128; 14] = [
+                rs.prior_mstamp as i128,
+                rs.prior_delivered as i128,
+                rs.delivered as i128,
+                rs.interval_us as i128,
+                rs.snd_interval_us as i128,
+                rs.rcv_interval_us as i128,
+                rs.rtt_us as i128,
+                rs.losses as i128,
+                rs.acked_sacked as i128,
+                rs.prior_in_flight as i128,
+                rs.last_end_seq as i128,
+                rs.is_app_limited as i128,
+                rs.is_retrans as i128,
+                rs.is_ack_delayed as i128,
+            ];
+            v.extend(RS_COLUMNS.iter().copied().zip(cells));
+            v
+        }
+        _ => vec![],
+    }
+}
+
+/// Why a row's cells could not make a hook call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookError {
+    UnknownHook,
+    /// (column, reason)
+    BadArg(&'static str, String),
+}
+
+/// Builds the hook call of a row from its name and a cell lookup (`None`
+/// for an empty or absent cell).
+pub fn parse_hook(name: &str, cell: &dyn Fn(&str) -> Option<i128>) -> Result<Hook, HookError> {
+    let need = |col: &'static str| cell(col).ok_or((col, format!("empty, but {name} needs it")));
+    let u32_of = |col: &'static str| -> Result<u32, (&'static str, String)> {
+        let v = need(col)?;
+        u32::try_from(v).map_err(|_| (col, format!("{v} is out of range for a u32")))
+    };
+    let r = (|| -> Result<Hook, (&'static str, String)> {
+        Ok(match name {
+            "init" => Hook::Init,
+            "release" => Hook::Release,
+            "ssthresh" => Hook::Ssthresh,
+            "undo_cwnd" => Hook::UndoCwnd,
+            "cong_avoid" => Hook::CongAvoid {
+                ack: u32_of(ARG_ACK)?,
+                acked: u32_of(ARG_ACKED)?,
+            },
+            "pkts_acked" => {
+                let rtt = need(AS_RTT_US)?;
+                Hook::PktsAcked(kleinrock_cc::AckSample {
+                    pkts_acked: u32_of(AS_PKTS_ACKED)?,
+                    rtt_us: i32::try_from(rtt)
+                        .map_err(|_| (AS_RTT_US, format!("{rtt} is out of range for an s32")))?,
+                    in_flight: u32_of(AS_IN_FLIGHT)?,
+                })
+            }
+            "set_state" => {
+                let v = u32_of(ARG_U)?;
+                Hook::SetState(
+                    u8::try_from(v)
+                        .ok()
+                        .and_then(CaState::from_u8)
+                        .ok_or((ARG_U, format!("{v} is not a ca_state (0-4)")))?,
+                )
+            }
+            "cwnd_event" => {
+                let v = u32_of(ARG_U)?;
+                Hook::CwndEvent(
+                    u8::try_from(v)
+                        .ok()
+                        .and_then(CaEvent::from_u8)
+                        .ok_or((ARG_U, format!("{v} is not a tcp_ca_event (0-5)")))?,
+                )
+            }
+            "in_ack_event" => Hook::InAckEvent(u32_of(ARG_U)?),
+            "cong_control" => {
+                let c = |i: usize| cell(RS_COLUMNS[i]).unwrap_or(0);
+                let rs = kleinrock_cc::RateSample {
+                    prior_mstamp: c(0) as u64,
+                    prior_delivered: c(1) as u32,
+                    prior_delivered_ce: 0,
+                    delivered: c(2) as i32,
+                    delivered_ce: 0,
+                    interval_us: c(3) as i64,
+                    snd_interval_us: c(4) as u32,
+                    rcv_interval_us: c(5) as u32,
+                    rtt_us: c(6) as i64,
+                    losses: c(7) as i32,
+                    acked_sacked: c(8) as u32,
+                    prior_in_flight: c(9) as u32,
+                    last_end_seq: c(10) as u32,
+                    is_app_limited: c(11) != 0,
+                    is_retrans: c(12) != 0,
+                    is_ack_delayed: c(13) != 0,
+                };
+                Hook::CongControl {
+                    ack: u32_of(ARG_ACK)?,
+                    flag: u32_of(ARG_FLAG)?,
+                    rs,
+                }
+            }
+            _ => return Err(("", String::new())),
+        })
+    })();
+    r.map_err(|(col, why)| {
+        if col.is_empty() {
+            HookError::UnknownHook
+        } else {
+            HookError::BadArg(col, why)
+        }
+    })
+}

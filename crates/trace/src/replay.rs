@@ -1,0 +1,291 @@
+//! Replaying a trace: drive an algorithm with each row's inputs and compare
+//! its outputs with the row's, bit for bit.
+//!
+//! Semantics (docs/TRACE_FORMAT.md): each row's `pre_` connection state is
+//! taken as given, not chained from the previous row, because the TCP core
+//! changes cwnd and ssthresh between hooks; the algorithm's private state
+//! does chain, starting from the all-zero state the kernel gives a new
+//! socket (so a `pkts_acked` before `init` behaves as in the kernel). Where
+//! `jiffies_in` and `jiffies_out` differ, an output computed with either is
+//! accepted. Members the kernel draws at random are copied from the trace.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use kleinrock_cc::{Algorithm, CongestionControl, Field, Hook, Sock};
+
+use crate::format::{self, HookError, OUTPUTS, REQUIRED_OUTPUTS};
+use crate::read::{TraceError, TraceReader};
+
+/// One output that differs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diff {
+    pub column: String,
+    pub expected: i128,
+    pub actual: i128,
+}
+
+/// The first row whose outputs differ.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Divergence {
+    pub row: u64,
+    pub line: u64,
+    pub hook: &'static str,
+    pub diffs: Vec<Diff>,
+}
+
+/// Rows and divergent rows of one hook.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HookCount {
+    pub rows: u64,
+    pub divergent: u64,
+}
+
+/// What a replay found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub trace: String,
+    pub spec: String,
+    pub hz: u32,
+    pub rows: u64,
+    pub divergent: u64,
+    pub per_hook: BTreeMap<&'static str, HookCount>,
+    pub first: Option<Divergence>,
+}
+
+impl Report {
+    /// True when every row matched.
+    pub fn agrees(&self) -> bool {
+        self.divergent == 0
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "replayed {} rows of {} with {} at HZ={}: {} diverge",
+            self.rows, self.trace, self.spec, self.hz, self.divergent
+        )?;
+        writeln!(f, "  {:<14} {:>10} {:>10}", "hook", "rows", "diverge")?;
+        for (hook, c) in &self.per_hook {
+            writeln!(f, "  {:<14} {:>10} {:>10}", hook, c.rows, c.divergent)?;
+        }
+        if let Some(d) = &self.first {
+            writeln!(
+                f,
+                "first divergence: row {} (line {}), {}:",
+                d.row, d.line, d.hook
+            )?;
+            for x in &d.diffs {
+                writeln!(
+                    f,
+                    "  {:<24} trace {:>12}   {} {:>12}",
+                    x.column, x.expected, self.spec, x.actual
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Column positions resolved once from the header.
+struct Layout {
+    hook: usize,
+    jiffies_out: Option<usize>,
+    pre: Vec<(Field, usize)>,
+    outputs: Vec<(&'static str, Field, usize)>,
+    ret: Option<usize>,
+    post_ca: Vec<(&'static str, usize)>,
+    random_ca: Vec<(&'static str, usize)>,
+}
+
+fn layout(r: &TraceReader, cc: &Algorithm) -> Result<Layout, TraceError> {
+    let hook = r.require(format::HOOK, "every row names its hook")?;
+    for col in REQUIRED_OUTPUTS {
+        r.require(col, "replay compares it")?;
+    }
+    let mut pre = Vec::new();
+    for &f in Field::ALL {
+        if let Some(i) = r.column(&format::pre_column(f)) {
+            pre.push((f, i));
+        }
+    }
+    for &f in cc.reads() {
+        let why = format!("{} reads {}", cc.name(), f.name());
+        r.require(&format::pre_column(f), &why)?;
+    }
+    let outputs = OUTPUTS
+        .iter()
+        .filter_map(|&(c, f)| r.column(c).map(|i| (c, f, i)))
+        .collect();
+    let mut post_ca = Vec::new();
+    cc.visit_ca(&mut |name, _| {
+        if let Some(i) = r.column(&format!("post_ca_{name}")) {
+            post_ca.push((name, i));
+        }
+    });
+    let random_ca = cc
+        .drawn_at_random()
+        .iter()
+        .filter_map(|&n| r.column(&format!("post_ca_{n}")).map(|i| (n, i)))
+        .collect();
+    Ok(Layout {
+        hook,
+        jiffies_out: r.column(format::JIFFIES_OUT),
+        pre,
+        outputs,
+        ret: r.column(format::RET),
+        post_ca,
+        random_ca,
+    })
+}
+
+fn compare(lay: &Layout, cells: &[Option<i128>], sk: &Sock, cc: &Algorithm, ret: u32) -> Vec<Diff> {
+    let mut diffs = Vec::new();
+    let mut check = |column: &str, expected: Option<i128>, actual: i128| {
+        if let Some(e) = expected {
+            if e != actual {
+                diffs.push(Diff {
+                    column: column.to_string(),
+                    expected: e,
+                    actual,
+                });
+            }
+        }
+    };
+    for &(col, f, i) in &lay.outputs {
+        check(col, cells[i], sk.get(f) as i128);
+    }
+    if let Some(i) = lay.ret {
+        check(format::RET, cells[i], ret as i128);
+    }
+    if !lay.post_ca.is_empty() {
+        let mut ours = Vec::new();
+        cc.visit_ca(&mut |n, v| ours.push((n, v)));
+        for &(name, i) in &lay.post_ca {
+            if lay.random_ca.iter().any(|&(n, _)| n == name) {
+                continue;
+            }
+            let v = ours.iter().find(|(n, _)| *n == name).map_or(0, |x| x.1);
+            check(&format!("post_ca_{name}"), cells[i], v as i128);
+        }
+    }
+    diffs
+}
+
+/// Replays the trace at `path` into `cc` (in its initial, all-zero state)
+/// with a `hz` jiffies clock. `progress` is called with the rows done every
+/// 65,536 rows.
+pub fn replay(
+    path: &Path,
+    mut cc: Algorithm,
+    hz: u32,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Report, TraceError> {
+    let mut r = TraceReader::open(path)?;
+    let lay = layout(&r, &cc)?;
+    let mut report = Report {
+        trace: path.display().to_string(),
+        spec: cc.spec(),
+        hz,
+        rows: 0,
+        divergent: 0,
+        per_hook: BTreeMap::new(),
+        first: None,
+    };
+    let reads = cc.reads();
+    while let Some(row) = r.next_row()? {
+        let name = row.text(lay.hook);
+        let cells = &row.cells;
+        let hook = match format::parse_hook(&name, &|c| r.column(c).and_then(|i| cells[i])) {
+            Ok(h) => h,
+            Err(HookError::UnknownHook) => return Err(r.unknown_hook(&row, &name)),
+            Err(HookError::BadArg(col, why)) => {
+                return Err(match r.column(col) {
+                    None => r.missing(col, &format!("{name} rows need it (first at row {})", row.index)),
+                    Some(_) => r.bad_cell(&row, col, &why),
+                })
+            }
+        };
+        let mut sk = Sock::new(hz);
+        for &(f, i) in &lay.pre {
+            match cells[i] {
+                Some(v) => {
+                    let ok = u64::try_from(v).is_ok_and(|v| sk.set(f, v));
+                    if !ok {
+                        let why = format!("{v} is out of range for {}", f.name());
+                        return Err(r.bad_cell(&row, &format::pre_column(f), &why));
+                    }
+                }
+                None if reads.contains(&f) => {
+                    let why = format!("empty, but {} reads {}", cc.name(), f.name());
+                    return Err(r.bad_cell(&row, &format::pre_column(f), &why));
+                }
+                None => {}
+            }
+        }
+        let (next, diffs) = run_row(&lay, cells, &cc, &hook, sk);
+        cc = next;
+        for &(name, i) in &lay.random_ca {
+            if let Some(v) = cells[i] {
+                cc.set_ca(name, v as u64);
+            }
+        }
+        let count = report.per_hook.entry(hook.name()).or_default();
+        count.rows += 1;
+        report.rows += 1;
+        if !diffs.is_empty() {
+            count.divergent += 1;
+            report.divergent += 1;
+            if report.first.is_none() {
+                report.first = Some(Divergence {
+                    row: row.index,
+                    line: row.line,
+                    hook: hook.name(),
+                    diffs,
+                });
+            }
+        }
+        if report.rows % 65_536 == 0 {
+            progress(report.rows);
+        }
+    }
+    Ok(report)
+}
+
+/// Runs one row's hook on a copy of the algorithm, with `jiffies_in` and,
+/// if that diverges and the clock ticked during the call, `jiffies_out`.
+fn run_row(
+    lay: &Layout,
+    cells: &[Option<i128>],
+    cc: &Algorithm,
+    hook: &Hook,
+    sk: Sock,
+) -> (Algorithm, Vec<Diff>) {
+    let attempt = |jiffies: u32| {
+        let mut a = cc.clone();
+        let mut s = sk.clone();
+        s.jiffies = jiffies;
+        let ret = hook.call(&mut a, &mut s);
+        let diffs = compare(lay, cells, &s, &a, ret);
+        (a, diffs)
+    };
+    let first = attempt(sk.jiffies);
+    if first.1.is_empty() {
+        return first;
+    }
+    let out = lay.jiffies_out.and_then(|i| cells[i]).map(|v| v as u32);
+    match out {
+        Some(j) if j != sk.jiffies => {
+            let second = attempt(j);
+            if second.1.is_empty() {
+                second
+            } else {
+                first
+            }
+        }
+        _ => first,
+    }
+}
