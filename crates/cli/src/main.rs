@@ -1,1 +1,57 @@
-fn main(){}
+//! `kleinrock`: congestion control you can measure and deploy.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod algorithms;
+mod model;
+mod replay;
+
+/// Congestion control you can measure and deploy.
+#[derive(Parser)]
+#[command(name = "kleinrock", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Drive algorithms over a modelled bottleneck (a round-trip-at-a-time
+    /// ACK clock) and compare what they deliver.
+    Model(model::Args),
+    /// Replay a hook trace into an algorithm and report the first row whose
+    /// outputs differ. Exit status 0 only when no row diverges.
+    Replay(replay::Args),
+    /// List the algorithms and their parameters.
+    Algorithms,
+}
+
+/// A user-facing failure: one sentence, printed as `error: ...`.
+pub struct Failure(pub String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Failure {
+        Failure(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Model(a) => model::run(a),
+        Command::Replay(a) => replay::run(a),
+        Command::Algorithms => {
+            algorithms::print();
+            Ok(ExitCode::SUCCESS)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(Failure(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}

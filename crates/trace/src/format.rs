@@ -70,21 +70,51 @@ pub fn arg_columns(hook: &str) -> &'static [&'static str] {
     }
 }
 
-/// The argument cells of a hook call, as (column, value).
-pub fn hook_args(hook: &Hook) -> Vec<(&'static str, i128)> {
+/// The argument columns, in the order [`arg_cells`] fills them.
+pub const ARG_COLUMNS: [&str; 21] = [
+    ARG_ACK,
+    ARG_ACKED,
+    ARG_U,
+    ARG_FLAG,
+    AS_PKTS_ACKED,
+    AS_RTT_US,
+    AS_IN_FLIGHT,
+    RS_COLUMNS[0],
+    RS_COLUMNS[1],
+    RS_COLUMNS[2],
+    RS_COLUMNS[3],
+    RS_COLUMNS[4],
+    RS_COLUMNS[5],
+    RS_COLUMNS[6],
+    RS_COLUMNS[7],
+    RS_COLUMNS[8],
+    RS_COLUMNS[9],
+    RS_COLUMNS[10],
+    RS_COLUMNS[11],
+    RS_COLUMNS[12],
+    RS_COLUMNS[13],
+];
+
+/// The argument cells of a hook call, in [`ARG_COLUMNS`] order.
+pub fn arg_cells(hook: &Hook) -> [Option<i128>; 21] {
+    let mut c = [None; 21];
     match *hook {
-        Hook::CongAvoid { ack, acked } => vec![(ARG_ACK, ack as i128), (ARG_ACKED, acked as i128)],
-        Hook::PktsAcked(s) => vec![
-            (AS_PKTS_ACKED, s.pkts_acked as i128),
-            (AS_RTT_US, s.rtt_us as i128),
-            (AS_IN_FLIGHT, s.in_flight as i128),
-        ],
-        Hook::SetState(s) => vec![(ARG_U, s as u8 as i128)],
-        Hook::CwndEvent(e) => vec![(ARG_U, e as u8 as i128)],
-        Hook::InAckEvent(f) => vec![(ARG_U, f as i128)],
+        Hook::CongAvoid { ack, acked } => {
+            c[0] = Some(ack as i128);
+            c[1] = Some(acked as i128);
+        }
+        Hook::PktsAcked(s) => {
+            c[4] = Some(s.pkts_acked as i128);
+            c[5] = Some(s.rtt_us as i128);
+            c[6] = Some(s.in_flight as i128);
+        }
+        Hook::SetState(s) => c[2] = Some(s as u8 as i128),
+        Hook::CwndEvent(e) => c[2] = Some(e as u8 as i128),
+        Hook::InAckEvent(f) => c[2] = Some(f as i128),
         Hook::CongControl { ack, flag, rs } => {
-            let mut v = vec![(ARG_ACK, ack as i128), (ARG_FLAG, flag as i128)];
-            let cells: [i128; 14] = [
+            c[0] = Some(ack as i128);
+            c[3] = Some(flag as i128);
+            let rs_cells: [i128; 14] = [
                 rs.prior_mstamp as i128,
                 rs.prior_delivered as i128,
                 rs.delivered as i128,
@@ -100,11 +130,13 @@ pub fn hook_args(hook: &Hook) -> Vec<(&'static str, i128)> {
                 rs.is_retrans as i128,
                 rs.is_ack_delayed as i128,
             ];
-            v.extend(RS_COLUMNS.iter().copied().zip(cells));
-            v
+            for (i, v) in rs_cells.into_iter().enumerate() {
+                c[7 + i] = Some(v);
+            }
         }
-        _ => vec![],
+        _ => {}
     }
+    c
 }
 
 /// Why a row's cells could not make a hook call.

@@ -55,20 +55,32 @@ impl fmt::Display for TraceError {
 
 impl std::error::Error for TraceError {}
 
-/// One data row: its index, its file line, and its numeric cells parsed
-/// (`None` for empty cells and for text or unknown columns).
+/// Where the current row is: its index (0-based, as `seq` counts) and
+/// its line in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Row {
     pub index: u64,
     pub line: u64,
-    pub cells: Vec<Option<i128>>,
-    record: csv::StringRecord,
 }
 
-impl Row {
-    /// The raw text of a cell.
-    pub fn text(&self, i: usize) -> String {
-        self.record.get(i).unwrap_or("").to_string()
+/// Parses a decimal integer cell, surrounding spaces allowed.
+fn parse_int(cell: &[u8]) -> Option<i128> {
+    let t = cell.trim_ascii();
+    let (neg, digits) = match t.first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || digits.len() > 38 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
     }
+    // Nineteen digits always fit a u64; only longer cells need i128.
+    let v = if digits.len() <= 19 {
+        digits.iter().fold(0u64, |v, &d| v * 10 + (d - b'0') as u64) as i128
+    } else {
+        digits.iter().fold(0i128, |v, &d| v * 10 + (d - b'0') as i128)
+    };
+    Some(if neg { -v } else { v })
 }
 
 /// Is this a column holding integers (one the format defines)?
@@ -83,11 +95,12 @@ fn is_numeric(name: &str) -> bool {
 pub struct TraceReader {
     path: PathBuf,
     csv: csv::Reader<Box<dyn Read>>,
+    header: Vec<String>,
     index: HashMap<String, usize>,
     numeric: Vec<usize>,
-    width: usize,
     rows: u64,
-    record: csv::StringRecord,
+    record: csv::ByteRecord,
+    cells: Vec<Option<i128>>,
 }
 
 impl TraceReader {
@@ -96,7 +109,7 @@ impl TraceReader {
             path: path.to_path_buf(),
             err,
         };
-        let mut file = BufReader::new(File::open(path).map_err(io_err)?);
+        let mut file = BufReader::with_capacity(1 << 16, File::open(path).map_err(io_err)?);
         let gz = file.fill_buf().map_err(io_err)?.starts_with(&[0x1f, 0x8b]);
         let input: Box<dyn Read> = if gz {
             Box::new(MultiGzDecoder::new(file))
@@ -104,23 +117,25 @@ impl TraceReader {
             Box::new(file)
         };
         let mut csv = csv::ReaderBuilder::new()
-            .trim(csv::Trim::All)
+            .buffer_capacity(1 << 16)
             .from_reader(input);
-        let header = csv
+        let header: Vec<String> = csv
             .headers()
             .map_err(|e| Self::csv_error(path, e))?
-            .clone();
-        if header.iter().all(str::is_empty) {
+            .iter()
+            .map(|c| c.trim().to_string())
+            .collect();
+        if header.iter().all(String::is_empty) {
             return Err(TraceError::MissingColumn {
                 path: path.to_path_buf(),
                 column: "hook".into(),
                 why: "the file is empty; a trace starts with a header row".into(),
             });
         }
-        let index: HashMap<String, usize> = header
+        let index = header
             .iter()
             .enumerate()
-            .map(|(i, c)| (c.to_string(), i))
+            .map(|(i, c)| (c.clone(), i))
             .collect();
         let numeric = header
             .iter()
@@ -131,11 +146,12 @@ impl TraceReader {
         Ok(TraceReader {
             path: path.to_path_buf(),
             csv,
-            width: header.len(),
+            cells: vec![None; header.len()],
+            header,
             index,
             numeric,
             rows: 0,
-            record: csv::StringRecord::new(),
+            record: csv::ByteRecord::new(),
         })
     }
 
@@ -177,7 +193,7 @@ impl TraceReader {
         }
     }
 
-    pub fn bad_cell(&self, row: &Row, column: &str, why: &str) -> TraceError {
+    pub fn bad_cell(&self, row: Row, column: &str, why: &str) -> TraceError {
         TraceError::BadCell {
             path: self.path.clone(),
             row: row.index,
@@ -187,7 +203,7 @@ impl TraceReader {
         }
     }
 
-    pub fn unknown_hook(&self, row: &Row, name: &str) -> TraceError {
+    pub fn unknown_hook(&self, row: Row, name: &str) -> TraceError {
         TraceError::UnknownHook {
             path: self.path.clone(),
             row: row.index,
@@ -196,39 +212,47 @@ impl TraceReader {
         }
     }
 
-    /// The next row, or `None` at the end of the file.
+    /// The numeric cells of the current row (`None`: empty, or a text or
+    /// unknown column).
+    pub fn cells(&self) -> &[Option<i128>] {
+        &self.cells
+    }
+
+    /// The text of a cell of the current row.
+    pub fn text(&self, i: usize) -> &str {
+        self.record
+            .get(i)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or("")
+            .trim()
+    }
+
+    /// Advances to the next row; `None` at the end of the file.
     pub fn next_row(&mut self) -> Result<Option<Row>, TraceError> {
         let more = self
             .csv
-            .read_record(&mut self.record)
+            .read_byte_record(&mut self.record)
             .map_err(|e| Self::csv_error(&self.path, e))?;
         if !more {
             return Ok(None);
         }
-        let line = self.record.position().map_or(0, |p| p.line());
-        let mut row = Row {
+        let row = Row {
             index: self.rows,
-            line,
-            cells: vec![None; self.width],
-            record: self.record.clone(),
+            line: self.record.position().map_or(0, |p| p.line()),
         };
         self.rows += 1;
         for &i in &self.numeric {
-            let text = row.record.get(i).unwrap_or("");
-            if text.is_empty() {
+            let cell = self.record.get(i).unwrap_or(b"");
+            self.cells[i] = None;
+            if cell.trim_ascii().is_empty() {
                 continue;
             }
-            match text.parse::<i128>() {
-                Ok(v) => row.cells[i] = Some(v),
-                Err(_) => {
-                    let name = self
-                        .index
-                        .iter()
-                        .find(|(_, &j)| j == i)
-                        .map_or("?", |(n, _)| n.as_str())
-                        .to_string();
+            match parse_int(cell) {
+                Some(v) => self.cells[i] = Some(v),
+                None => {
+                    let text = String::from_utf8_lossy(cell.trim_ascii()).into_owned();
                     let why = format!("`{text}` is not an integer");
-                    return Err(self.bad_cell(&row, &name, &why));
+                    return Err(self.bad_cell(row, &self.header[i].clone(), &why));
                 }
             }
         }

@@ -95,9 +95,12 @@ struct Layout {
     hook: usize,
     jiffies_out: Option<usize>,
     pre: Vec<(Field, usize)>,
+    args: Vec<(&'static str, usize)>,
     outputs: Vec<(&'static str, Field, usize)>,
     ret: Option<usize>,
-    post_ca: Vec<(&'static str, usize)>,
+    /// (member, column name, index) in the algorithm's visit order, less
+    /// the members drawn at random.
+    post_ca: Vec<(&'static str, String, usize)>,
     random_ca: Vec<(&'static str, usize)>,
 }
 
@@ -122,8 +125,11 @@ fn layout(r: &TraceReader, cc: &Algorithm) -> Result<Layout, TraceError> {
         .collect();
     let mut post_ca = Vec::new();
     cc.visit_ca(&mut |name, _| {
-        if let Some(i) = r.column(&format!("post_ca_{name}")) {
-            post_ca.push((name, i));
+        let column = format!("post_ca_{name}");
+        if let Some(i) = r.column(&column) {
+            if !cc.drawn_at_random().contains(&name) {
+                post_ca.push((name, column, i));
+            }
         }
     });
     let random_ca = cc
@@ -135,6 +141,10 @@ fn layout(r: &TraceReader, cc: &Algorithm) -> Result<Layout, TraceError> {
         hook,
         jiffies_out: r.column(format::JIFFIES_OUT),
         pre,
+        args: format::ARG_COLUMNS
+            .iter()
+            .filter_map(|&c| r.column(c).map(|i| (c, i)))
+            .collect(),
         outputs,
         ret: r.column(format::RET),
         post_ca,
@@ -162,15 +172,16 @@ fn compare(lay: &Layout, cells: &[Option<i128>], sk: &Sock, cc: &Algorithm, ret:
         check(format::RET, cells[i], ret as i128);
     }
     if !lay.post_ca.is_empty() {
-        let mut ours = Vec::new();
-        cc.visit_ca(&mut |n, v| ours.push((n, v)));
-        for &(name, i) in &lay.post_ca {
-            if lay.random_ca.iter().any(|&(n, _)| n == name) {
-                continue;
+        // post_ca lists columns in visit order, so one pass pairs them.
+        let mut next = lay.post_ca.iter().peekable();
+        cc.visit_ca(&mut |name, v| {
+            if let Some((n, column, i)) = next.peek() {
+                if *n == name {
+                    check(column, cells[*i], v as i128);
+                    next.next();
+                }
             }
-            let v = ours.iter().find(|(n, _)| *n == name).map_or(0, |x| x.1);
-            check(&format!("post_ca_{name}"), cells[i], v as i128);
-        }
+        });
     }
     diffs
 }
@@ -197,15 +208,16 @@ pub fn replay(
     };
     let reads = cc.reads();
     while let Some(row) = r.next_row()? {
-        let name = row.text(lay.hook);
-        let cells = &row.cells;
-        let hook = match format::parse_hook(&name, &|c| r.column(c).and_then(|i| cells[i])) {
+        let cells = r.cells();
+        let name = r.text(lay.hook);
+        let arg = |c: &str| lay.args.iter().find(|(n, _)| *n == c).and_then(|&(_, i)| cells[i]);
+        let hook = match format::parse_hook(name, &arg) {
             Ok(h) => h,
-            Err(HookError::UnknownHook) => return Err(r.unknown_hook(&row, &name)),
+            Err(HookError::UnknownHook) => return Err(r.unknown_hook(row, name)),
             Err(HookError::BadArg(col, why)) => {
                 return Err(match r.column(col) {
                     None => r.missing(col, &format!("{name} rows need it (first at row {})", row.index)),
-                    Some(_) => r.bad_cell(&row, col, &why),
+                    Some(_) => r.bad_cell(row, col, &why),
                 })
             }
         };
@@ -216,12 +228,12 @@ pub fn replay(
                     let ok = u64::try_from(v).is_ok_and(|v| sk.set(f, v));
                     if !ok {
                         let why = format!("{v} is out of range for {}", f.name());
-                        return Err(r.bad_cell(&row, &format::pre_column(f), &why));
+                        return Err(r.bad_cell(row, &format::pre_column(f), &why));
                     }
                 }
                 None if reads.contains(&f) => {
                     let why = format!("empty, but {} reads {}", cc.name(), f.name());
-                    return Err(r.bad_cell(&row, &format::pre_column(f), &why));
+                    return Err(r.bad_cell(row, &format::pre_column(f), &why));
                 }
                 None => {}
             }

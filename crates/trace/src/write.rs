@@ -14,10 +14,11 @@ use flate2::Compression;
 use kleinrock_cc::ops::Tap;
 use kleinrock_cc::{CongestionControl, Field, Hook, Sock};
 
-use crate::format::{self, OUTPUTS, RET, RS_COLUMNS};
+use crate::format::{self, OUTPUTS, RET};
 
 /// Column layout of the traces Kleinrock writes: every column the format
-/// defines, plus the algorithm's private members.
+/// defines, plus the algorithm's private members. [`TraceWriter::write_row`]
+/// writes cells in exactly this order.
 fn columns(ca_names: &[&'static str]) -> Vec<String> {
     let mut c: Vec<String> = [
         format::SEQ,
@@ -25,29 +26,22 @@ fn columns(ca_names: &[&'static str]) -> Vec<String> {
         format::HOOK,
         format::JIFFIES_IN,
         format::JIFFIES_OUT,
-        format::ARG_ACK,
-        format::ARG_ACKED,
-        format::ARG_U,
-        format::ARG_FLAG,
-        format::AS_PKTS_ACKED,
-        format::AS_RTT_US,
-        format::AS_IN_FLIGHT,
     ]
     .iter()
+    .chain(format::ARG_COLUMNS.iter())
     .map(|s| s.to_string())
     .collect();
-    c.extend(RS_COLUMNS.iter().map(|s| s.to_string()));
-    c.extend(
-        Field::ALL
-            .iter()
-            .filter(|&&f| f != Field::jiffies)
-            .map(|&f| format::pre_column(f)),
-    );
+    c.extend(pre_fields().map(format::pre_column));
     c.extend(OUTPUTS.iter().map(|(name, _)| name.to_string()));
     c.push(RET.to_string());
     c.extend(ca_names.iter().map(|n| format!("pre_ca_{n}")));
     c.extend(ca_names.iter().map(|n| format!("post_ca_{n}")));
     c
+}
+
+/// The connection fields written as `pre_` columns (jiffies has its own).
+fn pre_fields() -> impl Iterator<Item = Field> {
+    Field::ALL.iter().copied().filter(|&f| f != Field::jiffies)
 }
 
 /// The private member names an algorithm reports, in its order.
@@ -57,27 +51,20 @@ pub fn ca_names<C: CongestionControl + ?Sized>(cc: &C) -> Vec<&'static str> {
     names
 }
 
-fn ca_values<C: CongestionControl + ?Sized>(cc: &C) -> Vec<u64> {
-    let mut v = Vec::new();
-    cc.visit_ca(&mut |_, x| v.push(x));
-    v
-}
-
 /// A CSV trace writer, gzip-compressed when asked.
 pub struct TraceWriter {
     out: csv::Writer<Box<dyn Write>>,
-    width: usize,
-    index: std::collections::HashMap<String, usize>,
-    row: Vec<String>,
     seq: u64,
+    num: itoa::Buffer,
 }
 
 impl TraceWriter {
-    /// Writes to `path`; gzip if it ends in `.gz`.
+    /// Writes to `path`; gzip if it ends in `.gz` (fast compression: traces
+    /// are large and written while a simulation runs).
     pub fn create(path: &Path, ca_names: &[&'static str]) -> io::Result<TraceWriter> {
         let file = BufWriter::new(File::create(path)?);
         let sink: Box<dyn Write> = if path.extension().is_some_and(|e| e == "gz") {
-            Box::new(GzEncoder::new(file, Compression::default()))
+            Box::new(GzEncoder::new(file, Compression::fast()))
         } else {
             Box::new(file)
         };
@@ -86,72 +73,68 @@ impl TraceWriter {
 
     /// Writes to any sink (uncompressed).
     pub fn new(sink: Box<dyn Write>, ca_names: &[&'static str]) -> io::Result<TraceWriter> {
-        let cols = columns(ca_names);
-        let mut out = csv::Writer::from_writer(sink);
-        out.write_record(&cols)?;
+        let mut out = csv::WriterBuilder::new()
+            .buffer_capacity(1 << 16)
+            .from_writer(sink);
+        out.write_record(columns(ca_names))?;
         Ok(TraceWriter {
-            width: cols.len(),
-            index: cols.iter().enumerate().map(|(i, c)| (c.clone(), i)).collect(),
-            row: vec![String::new(); cols.len()],
             out,
             seq: 0,
+            num: itoa::Buffer::new(),
         })
     }
 
-    fn put(&mut self, col: &str, v: impl ToString) {
-        let i = self.index[col];
-        self.row[i] = v.to_string();
+    fn int(&mut self, v: impl itoa::Integer) -> io::Result<()> {
+        let s = self.num.format(v);
+        self.out.write_field(s)?;
+        Ok(())
     }
 
-    /// Writes one row.
-    #[allow(clippy::too_many_arguments)]
+    /// Writes one row: the call, the state around it, the private members
+    /// before and after (in the order of the names given at creation).
     pub fn write_row(
         &mut self,
         hook: &Hook,
         pre: &Sock,
         post: &Sock,
         ret: u32,
-        ca_names: &[&'static str],
         pre_ca: &[u64],
         post_ca: &[u64],
     ) -> io::Result<()> {
-        self.row.iter_mut().for_each(String::clear);
-        self.put(format::SEQ, self.seq);
-        self.put(format::TS_NS, pre.tcp_clock_cache);
-        self.put(format::HOOK, hook.name());
-        self.put(format::JIFFIES_IN, pre.jiffies);
-        self.put(format::JIFFIES_OUT, post.jiffies);
-        for (col, v) in format::hook_args(hook) {
-            self.put(col, v);
-        }
-        for &f in Field::ALL {
-            if f != Field::jiffies {
-                self.put(&format::pre_column(f), pre.get(f));
+        self.int(self.seq)?;
+        self.int(pre.tcp_clock_cache)?;
+        self.out.write_field(hook.name())?;
+        self.int(pre.jiffies)?;
+        self.int(post.jiffies)?;
+        for cell in format::arg_cells(hook) {
+            match cell {
+                Some(v) => self.int(v)?,
+                None => self.out.write_field("")?,
             }
         }
-        for (col, f) in OUTPUTS {
-            self.put(col, post.get(f));
+        for f in pre_fields() {
+            self.int(pre.get(f))?;
         }
-        self.put(RET, ret);
-        for (i, n) in ca_names.iter().enumerate() {
-            self.put(&format!("pre_ca_{n}"), pre_ca[i]);
-            self.put(&format!("post_ca_{n}"), post_ca[i]);
+        for (_, f) in OUTPUTS {
+            self.int(post.get(f))?;
         }
-        debug_assert_eq!(self.row.len(), self.width);
-        self.out.write_record(&self.row)?;
+        self.int(ret)?;
+        for &v in pre_ca.iter().chain(post_ca) {
+            self.int(v)?;
+        }
+        self.out.write_record(None::<&[u8]>)?;
         self.seq += 1;
         Ok(())
     }
 
     /// Flushes everything, finishing the gzip stream.
     pub fn finish(self) -> io::Result<()> {
-        let sink = self
+        let mut sink = self
             .out
             .into_inner()
             .map_err(|e| io::Error::other(e.to_string()))?;
         // Dropping a GzEncoder finishes it, but silently; flush first so an
         // I/O error surfaces here.
-        let mut sink = sink;
         sink.flush()?;
         drop(sink);
         Ok(())
@@ -164,18 +147,26 @@ impl TraceWriter {
 /// one is kept and returned by [`Recorder::finish`], so none is lost.
 pub struct Recorder {
     writer: TraceWriter,
-    ca_names: Vec<&'static str>,
-    pre: Option<(Sock, Vec<u64>)>,
+    pre: Option<Sock>,
+    pre_ca: Vec<u64>,
+    post_ca: Vec<u64>,
     error: Option<io::Error>,
     rows: u64,
 }
 
+fn ca_values_into<C: CongestionControl + ?Sized>(cc: &C, out: &mut Vec<u64>) {
+    out.clear();
+    cc.visit_ca(&mut |_, x| out.push(x));
+}
+
 impl Recorder {
-    pub fn new(writer: TraceWriter, ca_names: Vec<&'static str>) -> Recorder {
+    /// Records into `writer`, created with the algorithm's [`ca_names`].
+    pub fn new(writer: TraceWriter) -> Recorder {
         Recorder {
             writer,
-            ca_names,
             pre: None,
+            pre_ca: Vec::new(),
+            post_ca: Vec::new(),
             error: None,
             rows: 0,
         }
@@ -183,8 +174,7 @@ impl Recorder {
 
     /// Records `cc`'s calls into `path` (gzip if it ends in `.gz`).
     pub fn create<C: CongestionControl + ?Sized>(path: &Path, cc: &C) -> io::Result<Recorder> {
-        let names = ca_names(cc);
-        Ok(Recorder::new(TraceWriter::create(path, &names)?, names))
+        Ok(Recorder::new(TraceWriter::create(path, &ca_names(cc))?))
     }
 
     /// Rows recorded so far.
@@ -192,7 +182,8 @@ impl Recorder {
         self.rows
     }
 
-    /// Flushes the file; returns the first error met while recording.
+    /// Flushes the file; returns the rows written, or the first error met
+    /// while recording.
     pub fn finish(self) -> io::Result<u64> {
         if let Some(e) = self.error {
             return Err(e);
@@ -204,20 +195,21 @@ impl Recorder {
 
 impl<C: CongestionControl + ?Sized> Tap<C> for Recorder {
     fn before(&mut self, _hook: &Hook, sk: &Sock, cc: &C) {
-        self.pre = Some((sk.clone(), ca_values(cc)));
+        self.pre = Some(sk.clone());
+        ca_values_into(cc, &mut self.pre_ca);
     }
 
     fn after(&mut self, hook: &Hook, sk: &Sock, cc: &C, ret: u32) {
-        let Some((pre, pre_ca)) = self.pre.take() else {
+        let Some(pre) = self.pre.take() else {
             return;
         };
         if self.error.is_some() {
             return;
         }
-        let post_ca = ca_values(cc);
+        ca_values_into(cc, &mut self.post_ca);
         match self
             .writer
-            .write_row(hook, &pre, sk, ret, &self.ca_names, &pre_ca, &post_ca)
+            .write_row(hook, &pre, sk, ret, &self.pre_ca, &self.post_ca)
         {
             Ok(()) => self.rows += 1,
             Err(e) => self.error = Some(e),

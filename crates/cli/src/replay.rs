@@ -1,0 +1,58 @@
+//! `kleinrock replay TRACE --cc SPEC --hz N`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use kleinrock_cc::Algorithm;
+
+use crate::Failure;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The trace: CSV, optionally gzip-compressed (docs/TRACE_FORMAT.md).
+    trace: PathBuf,
+    /// The algorithm spec to replay into, e.g. `cubic` or `cubic:hystart=hspp`.
+    #[arg(long = "cc", value_parser = parse_spec)]
+    cc: Algorithm,
+    /// HZ of the traced kernel's jiffies clock (`getconf CLK_TCK` does not
+    /// tell it; see CONFIG_HZ in /boot/config-*).
+    #[arg(long, value_parser = parse_hz)]
+    hz: u32,
+}
+
+pub fn parse_spec(s: &str) -> Result<Algorithm, String> {
+    s.parse::<Algorithm>().map_err(|e| e.to_string())
+}
+
+pub fn parse_hz(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(hz) if (1..=1_000_000).contains(&hz) => Ok(hz),
+        _ => Err(format!(
+            "`{s}` is not a clock rate; give HZ as an integer from 1 to 1000000 (Linux uses 100, 250, 300 or 1000)"
+        )),
+    }
+}
+
+pub fn run(a: Args) -> Result<ExitCode, Failure> {
+    let start = Instant::now();
+    let mut shown = false;
+    let mut progress = |rows: u64| {
+        if start.elapsed().as_secs_f64() > 1.0 {
+            eprint!("\rreplaying: {rows} rows");
+            let _ = std::io::stderr().flush();
+            shown = true;
+        }
+    };
+    let report = kleinrock_trace::replay(&a.trace, a.cc, a.hz, &mut progress)?;
+    if shown {
+        eprintln!();
+    }
+    print!("{report}");
+    Ok(if report.agrees() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
