@@ -21,9 +21,9 @@
 //!
 //! - time is in units of 1/1024 s (`BICTCP_HZ`), so that `(t - K)^3` fits
 //!   in 64 bits for windows below a million segments;
-//! - `cube_rtt_scale = bic_scale * 10` and `cube_factor = 2^40 / (bic_scale
-//!   * 10)` fold C, the 1/1024 s time unit and a nominal 100 ms RTT into
-//!   integer constants;
+//! - `cube_rtt_scale = bic_scale * 10` and
+//!   `cube_factor = 2^40 / (bic_scale * 10)` fold C, the 1/1024 s time unit
+//!   and a nominal 100 ms RTT into integer constants;
 //! - the cube root is a 64-entry table lookup plus one Newton-Raphson step
 //!   (average error 0.195%), exactly as [`cubic_root`] computes it.
 //!
@@ -90,8 +90,7 @@ pub fn cubic_root(a: u64) -> u32 {
     let shift = (a >> (b * 3)) as u32;
     let x = ((CBRT_TABLE[shift as usize] as u32 + 10) << b) >> 6;
     // x >= 4 here (a >= 64), so x * (x - 1) is never zero.
-    let x = (2u32.wrapping_mul(x))
-        .wrapping_add((a / ((x as u64) * ((x - 1) as u64))) as u32);
+    let x = (2u32.wrapping_mul(x)).wrapping_add((a / ((x as u64) * ((x - 1) as u64))) as u32);
     x.wrapping_mul(341) >> 10
 }
 
@@ -237,7 +236,7 @@ impl Params for CubicParams {
                 self.hystart = match v {
                     "hspp" => SlowStartExit::HystartPP,
                     "linux" => SlowStartExit::Linux,
-                    _ if flag_value(v).map_err(|_| bad())? => SlowStartExit::Linux,
+                    _ if flag_value(v).ok_or_else(bad)? => SlowStartExit::Linux,
                     _ => SlowStartExit::Off,
                 }
             }
@@ -251,14 +250,14 @@ impl Params for CubicParams {
                 }
             }
             "tcp_friendliness" => {
-                self.friendly = if flag_value(v).map_err(|_| bad())? {
+                self.friendly = if flag_value(v).ok_or_else(bad)? {
                     Friendly::Linux
                 } else {
                     Friendly::Off
                 }
             }
             "beta" => self.beta = int_value(key, v, 1, 1023)?,
-            "fast_convergence" => self.fast_convergence = flag_value(v).map_err(|_| bad())?,
+            "fast_convergence" => self.fast_convergence = flag_value(v).ok_or_else(bad)?,
             "bic_scale" => self.bic_scale = int_value(key, v, 1, 1023)?,
             "initial_ssthresh" => self.initial_ssthresh = int_value(key, v, 0, i32::MAX as u32)?,
             "hystart_detect" => self.hystart_cfg.detect = int_value(key, v, 1, 3)? as u8,
@@ -461,7 +460,7 @@ impl Cubic {
         t /= sk.hz as u64;
 
         let k = ca.bic_K as u64;
-        let offs = if t < k { k - t } else { t - k };
+        let offs = k.abs_diff(t);
         // C/rtt * (t - K)^3, in segments.
         let delta = ((self.scales.cube_rtt_scale as u64)
             .wrapping_mul(offs)

@@ -313,7 +313,8 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
 
     /// End of recovery (`tcp_end_cwnd_reduction()`): cwnd = ssthresh.
     fn finish_recovery(&mut self) {
-        if self.sk.icsk_ca_state == CaState::Recovery && self.sk.snd_ssthresh < TCP_INFINITE_SSTHRESH
+        if self.sk.icsk_ca_state == CaState::Recovery
+            && self.sk.snd_ssthresh < TCP_INFINITE_SSTHRESH
         {
             self.sk.snd_cwnd = self.sk.snd_ssthresh;
             self.sk.snd_cwnd_stamp = self.sk.jiffies;
@@ -375,14 +376,25 @@ mod tests {
         assert!(t.recoveries > 0);
         assert_eq!(t.timeouts, 0);
         let util = t.delivered_pkts * USEC_PER_SEC / t.elapsed_us;
-        assert!(util > 9_000, "reno keeps a 2xBDP-buffered link busy: {util} pps");
+        assert!(
+            util > 9_000,
+            "reno keeps a 2xBDP-buffered link busy: {util} pps"
+        );
     }
 
     #[test]
     fn same_seed_same_run_other_seed_other_run() {
         let run = |seed| {
             let cc: Algorithm = "cubic".parse().unwrap();
-            let mut d = Driver::new(cc, Path { seed, ..path(20_000) }, 250, NoTap);
+            let mut d = Driver::new(
+                cc,
+                Path {
+                    seed,
+                    ..path(20_000)
+                },
+                250,
+                NoTap,
+            );
             d.run_for(5 * USEC_PER_SEC)
         };
         assert_eq!(run(1), run(1));

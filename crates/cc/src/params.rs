@@ -62,11 +62,11 @@ pub trait Params: Default + PartialEq + Clone {
 }
 
 /// Parses an on/off value: `1|0|on|off|true|false|yes|no`.
-pub fn flag_value(v: &str) -> Result<bool, ()> {
+pub fn flag_value(v: &str) -> Option<bool> {
     match v {
-        "1" | "on" | "true" | "yes" => Ok(true),
-        "0" | "off" | "false" | "no" => Ok(false),
-        _ => Err(()),
+        "1" | "on" | "true" | "yes" => Some(true),
+        "0" | "off" | "false" | "no" => Some(false),
+        _ => None,
     }
 }
 

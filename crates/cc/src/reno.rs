@@ -35,7 +35,7 @@ impl Params for RenoParams {
             "hystart" => {
                 self.hystart_pp = match value {
                     "hspp" => true,
-                    _ => flag_value(value).map_err(|_| ParamError::value(key, value))?,
+                    _ => flag_value(value).ok_or_else(|| ParamError::value(key, value))?,
                 };
                 if self.hystart_pp && value != "hspp" {
                     // `hystart=1` would suggest Linux HyStart, which reno lacks.

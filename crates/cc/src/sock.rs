@@ -355,8 +355,10 @@ impl Sock {
 
     /// `tcp_packets_in_flight()`.
     pub fn packets_in_flight(&self) -> u32 {
-        (self.packets_out.wrapping_sub(self.sacked_out.wrapping_add(self.lost_out)))
-            .wrapping_add(self.retrans_out)
+        (self
+            .packets_out
+            .wrapping_sub(self.sacked_out.wrapping_add(self.lost_out)))
+        .wrapping_add(self.retrans_out)
     }
 
     /// `tcp_in_slow_start()`.

@@ -51,12 +51,22 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
 pub enum SpecError {
     Empty,
     UnknownAlgorithm(String),
-    MissingEquals { algorithm: &'static str, part: String },
-    Param { algorithm: &'static str, err: ParamError },
+    MissingEquals {
+        algorithm: &'static str,
+        part: String,
+    },
+    Param {
+        algorithm: &'static str,
+        err: ParamError,
+    },
 }
 
 fn valid_names() -> String {
-    ALGORITHMS.iter().map(|a| a.name).collect::<Vec<_>>().join(", ")
+    ALGORITHMS
+        .iter()
+        .map(|a| a.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn info(name: &str) -> Option<&'static AlgorithmInfo> {
@@ -161,7 +171,10 @@ impl FromStr for Algorithm {
 
     fn from_str(spec: &str) -> Result<Algorithm, SpecError> {
         let mut parts = spec.trim().split(':').map(str::trim);
-        let name = parts.next().filter(|n| !n.is_empty()).ok_or(SpecError::Empty)?;
+        let name = parts
+            .next()
+            .filter(|n| !n.is_empty())
+            .ok_or(SpecError::Empty)?;
         let rest: Vec<&str> = parts.filter(|p| !p.is_empty()).collect();
         let info = info(name).ok_or_else(|| SpecError::UnknownAlgorithm(name.to_string()))?;
         Ok(match info.name {
@@ -277,15 +290,27 @@ mod tests {
     #[test]
     fn bad_specs_say_what_is_valid() {
         let e = parse("cubicc").unwrap_err();
-        assert_eq!(e, "unknown algorithm `cubicc`; valid algorithms are reno, cubic");
+        assert_eq!(
+            e,
+            "unknown algorithm `cubicc`; valid algorithms are reno, cubic"
+        );
         let e = parse("cubic:hystar=off").unwrap_err();
         assert!(e.starts_with("unknown parameter `hystar` for cubic; valid parameters are hystart=on|off|hspp, friendly=linux|eq4|newreno|off"), "{e}");
         let e = parse("cubic:beta=1024").unwrap_err();
-        assert_eq!(e, "`1024` is not a valid value for `beta` of cubic; expected 1..1023");
+        assert_eq!(
+            e,
+            "`1024` is not a valid value for `beta` of cubic; expected 1..1023"
+        );
         let e = parse("reno:hystart=on").unwrap_err();
-        assert_eq!(e, "`on` is not a valid value for `hystart` of reno; expected off|hspp");
+        assert_eq!(
+            e,
+            "`on` is not a valid value for `hystart` of reno; expected off|hspp"
+        );
         let e = parse("cubic:hystart").unwrap_err();
-        assert!(e.starts_with("`hystart` in a cubic spec is not key=value;"), "{e}");
+        assert!(
+            e.starts_with("`hystart` in a cubic spec is not key=value;"),
+            "{e}"
+        );
         assert!(parse("").unwrap_err().starts_with("empty algorithm spec"));
     }
 }

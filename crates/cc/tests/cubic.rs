@@ -19,7 +19,15 @@ fn ca_sock(hz: u32, now_us: u64, cwnd: u32) -> Sock {
 fn cube_root_table_and_newton_step() {
     // a < 64: (v[a] + 35) >> 6. v[1] = 54: 89 >> 6 = 1; v[7] = 118:
     // 153 >> 6 = 2; v[26] = 187: 222 >> 6 = 3; v[63] = 254: 289 >> 6 = 4.
-    for (a, r) in [(0u64, 0u32), (1, 1), (7, 2), (8, 2), (26, 3), (27, 3), (63, 4)] {
+    for (a, r) in [
+        (0u64, 0u32),
+        (1, 1),
+        (7, 2),
+        (8, 2),
+        (26, 3),
+        (27, 3),
+        (63, 4),
+    ] {
         assert_eq!(cubic_root(a), r, "cbrt({a})");
     }
     // a = 64: fls 7, b = (7*84 >> 8) - 1 = 1, shift = 64 >> 3 = 8, v[8] =
@@ -127,7 +135,10 @@ fn cnt_is_recomputed_at_most_once_per_jiffy_and_32_times_a_second() {
     assert_eq!(c.state().last_time, ca_sock(1000, start, 1).jiffies);
     // 32 ms: recomputed (the target has moved little: still 70 / 1).
     assert_eq!(cnt_at(&mut c, 1000, start, 32), 70);
-    assert_eq!(c.state().last_time, ca_sock(1000, start + 32_000, 1).jiffies);
+    assert_eq!(
+        c.state().last_time,
+        ca_sock(1000, start + 32_000, 1).jiffies
+    );
 }
 
 #[test]
@@ -197,23 +208,48 @@ fn hystart_ack_train_ends_slow_start_through_pkts_acked() {
     for _ in 0..10 {
         t += 1000;
         sk.set_clock(t);
-        c.pkts_acked(&mut sk, &AckSample { pkts_acked: 2, rtt_us: 20_000, in_flight: 40 });
+        c.pkts_acked(
+            &mut sk,
+            &AckSample {
+                pkts_acked: 2,
+                rtt_us: 20_000,
+                in_flight: 40,
+            },
+        );
     }
     assert_eq!(c.hystart_state().found, 0);
     sk.set_clock(t + 1000);
-    c.pkts_acked(&mut sk, &AckSample { pkts_acked: 2, rtt_us: 20_000, in_flight: 40 });
+    c.pkts_acked(
+        &mut sk,
+        &AckSample {
+            pkts_acked: 2,
+            rtt_us: 20_000,
+            in_flight: 40,
+        },
+    );
     assert_eq!(c.hystart_state().found, 1);
     assert_eq!(sk.snd_ssthresh, 40);
     // Found: later samples no longer judge, even a huge RTT rise.
     sk.snd_ssthresh = u32::MAX;
-    c.pkts_acked(&mut sk, &AckSample { pkts_acked: 1, rtt_us: 900_000, in_flight: 40 });
+    c.pkts_acked(
+        &mut sk,
+        &AckSample {
+            pkts_acked: 1,
+            rtt_us: 900_000,
+            in_flight: 40,
+        },
+    );
     assert_eq!(sk.snd_ssthresh, u32::MAX);
 }
 
 #[test]
 fn hystart_delay_detector_alone_and_low_window() {
     let p = CubicParams {
-        hystart_cfg: HystartConfig { detect: 2, low_window: 16, ack_delta_us: 2000 },
+        hystart_cfg: HystartConfig {
+            detect: 2,
+            low_window: 16,
+            ack_delta_us: 2000,
+        },
         ..Default::default()
     };
     let mut c = Cubic::new(p);
@@ -221,17 +257,38 @@ fn hystart_delay_detector_alone_and_low_window() {
     sk.snd_cwnd = 10; // below hystart_low_window
     c.init(&mut sk);
     for _ in 0..20 {
-        c.pkts_acked(&mut sk, &AckSample { pkts_acked: 1, rtt_us: 60_000, in_flight: 10 });
+        c.pkts_acked(
+            &mut sk,
+            &AckSample {
+                pkts_acked: 1,
+                rtt_us: 60_000,
+                in_flight: 10,
+            },
+        );
     }
     assert_eq!(c.hystart_state().found, 0);
     // First sample set delay_min to 60 ms; now cwnd 16 and RTTs of 67.5 ms
     // (threshold 60 + 7.5 ms): the ninth judged sample exits.
     sk.snd_cwnd = 16;
     for _ in 0..8 {
-        c.pkts_acked(&mut sk, &AckSample { pkts_acked: 1, rtt_us: 67_501, in_flight: 16 });
+        c.pkts_acked(
+            &mut sk,
+            &AckSample {
+                pkts_acked: 1,
+                rtt_us: 67_501,
+                in_flight: 16,
+            },
+        );
     }
     assert_eq!(c.hystart_state().found, 0);
-    c.pkts_acked(&mut sk, &AckSample { pkts_acked: 1, rtt_us: 67_501, in_flight: 16 });
+    c.pkts_acked(
+        &mut sk,
+        &AckSample {
+            pkts_acked: 1,
+            rtt_us: 67_501,
+            in_flight: 16,
+        },
+    );
     assert_eq!(c.hystart_state().found, 1);
     assert_eq!(sk.snd_ssthresh, 16);
 }
@@ -241,7 +298,14 @@ fn loss_state_resets_epoch_w_max_and_delay_min() {
     let mut c = Cubic::default();
     let mut sk = ca_sock(1000, 0, 100);
     c.ssthresh(&mut sk);
-    c.pkts_acked(&mut sk, &AckSample { pkts_acked: 1, rtt_us: 5000, in_flight: 9 });
+    c.pkts_acked(
+        &mut sk,
+        &AckSample {
+            pkts_acked: 1,
+            rtt_us: 5000,
+            in_flight: 9,
+        },
+    );
     assert_eq!(c.state().delay_min, 5000);
     c.set_state(&mut sk, CaState::Recovery);
     assert_eq!(c.state().last_max_cwnd, 100);
@@ -258,12 +322,33 @@ fn rtt_samples_in_the_first_second_of_an_epoch_are_ignored() {
     let mut sk = ca_sock(1000, 1_000_000, 70);
     c.cong_avoid(&mut sk, 0, 1); // epoch starts
     sk.set_clock(1_999_000);
-    c.pkts_acked(&mut sk, &AckSample { pkts_acked: 1, rtt_us: 7000, in_flight: 9 });
+    c.pkts_acked(
+        &mut sk,
+        &AckSample {
+            pkts_acked: 1,
+            rtt_us: 7000,
+            in_flight: 9,
+        },
+    );
     assert_eq!(c.state().delay_min, 0);
     sk.set_clock(2_000_000);
-    c.pkts_acked(&mut sk, &AckSample { pkts_acked: 1, rtt_us: 0, in_flight: 9 });
+    c.pkts_acked(
+        &mut sk,
+        &AckSample {
+            pkts_acked: 1,
+            rtt_us: 0,
+            in_flight: 9,
+        },
+    );
     assert_eq!(c.state().delay_min, 1, "a zero RTT counts as 1 us");
-    c.pkts_acked(&mut sk, &AckSample { pkts_acked: 1, rtt_us: -1, in_flight: 9 });
+    c.pkts_acked(
+        &mut sk,
+        &AckSample {
+            pkts_acked: 1,
+            rtt_us: -1,
+            in_flight: 9,
+        },
+    );
     assert_eq!(c.state().delay_min, 1);
 }
 

@@ -56,6 +56,10 @@ fn newreno_emulated_window_does_not_depend_on_hz() {
     // One segment per window of ACKs from 20: 800 ACKs reach 45, whatever
     // the clock (the sum 20 + 21 + ... + 44 is 800).
     for hz in [100, 250, 1000, 10_000, 100_000] {
-        assert_eq!(friendly_window("cubic:friendly=newreno", hz), (20, 45), "HZ={hz}");
+        assert_eq!(
+            friendly_window("cubic:friendly=newreno", hz),
+            (20, 45),
+            "HZ={hz}"
+        );
     }
 }

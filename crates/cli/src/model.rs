@@ -62,7 +62,9 @@ fn parse_percent(s: &str) -> Result<u32, String> {
     let t = s.trim_end_matches('%');
     match t.parse::<f64>() {
         Ok(v) if (0.0..=100.0).contains(&v) => Ok((v * 10_000.0).round() as u32),
-        _ => Err(format!("`{s}` is not a loss rate; give a percentage from 0 to 100, e.g. 1 or 0.01")),
+        _ => Err(format!(
+            "`{s}` is not a loss rate; give a percentage from 0 to 100, e.g. 1 or 0.01"
+        )),
     }
 }
 
@@ -81,12 +83,23 @@ fn trace_name(spec: &str, hz: u32) -> String {
     format!("{clean}-hz{hz}.csv.gz")
 }
 
-fn run_one(cc: Algorithm, path: NetPath, hz: u32, micros: u64, dir: Option<&Path>) -> Result<Run, String> {
+fn run_one(
+    cc: Algorithm,
+    path: NetPath,
+    hz: u32,
+    micros: u64,
+    dir: Option<&Path>,
+) -> Result<Run, String> {
     let spec = cc.spec();
     match dir {
         None => {
             let mut d = Driver::new(cc, path, hz, NoTap);
-            Ok(Run { spec, hz, totals: d.run_for(micros), trace: None })
+            Ok(Run {
+                spec,
+                hz,
+                totals: d.run_for(micros),
+                trace: None,
+            })
         }
         Some(dir) => {
             let file = dir.join(trace_name(&spec, hz));
@@ -98,7 +111,12 @@ fn run_one(cc: Algorithm, path: NetPath, hz: u32, micros: u64, dir: Option<&Path
                 .tap
                 .finish()
                 .map_err(|e| format!("cannot write trace {}: {e}", file.display()))?;
-            Ok(Run { spec, hz, totals, trace: Some((file, rows)) })
+            Ok(Run {
+                spec,
+                hz,
+                totals,
+                trace: Some((file, rows)),
+            })
         }
     }
 }
@@ -117,14 +135,16 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     let micros = (a.seconds * 1e6) as u64;
     if let Some(dir) = &a.trace_dir {
         std::fs::create_dir_all(dir).map_err(|e| {
-            Failure(format!("cannot create trace directory {}: {e}; choose a writable --trace-dir", dir.display()))
+            Failure(format!(
+                "cannot create trace directory {}: {e}; choose a writable --trace-dir",
+                dir.display()
+            ))
         })?;
     }
-    let jobs: Vec<(Algorithm, u32)> = a
-        .cc
-        .iter()
-        .flat_map(|cc| a.hz.iter().map(move |&hz| (cc.clone(), hz)))
-        .collect();
+    let jobs: Vec<(Algorithm, u32)> =
+        a.cc.iter()
+            .flat_map(|cc| a.hz.iter().map(move |&hz| (cc.clone(), hz)))
+            .collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut results: Vec<Option<Result<Run, String>>> = (0..jobs.len()).map(|_| None).collect();
     for chunk in jobs.iter().enumerate().collect::<Vec<_>>().chunks(threads) {
@@ -133,11 +153,17 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
                 .iter()
                 .map(|&(i, (cc, hz))| {
                     let dir = a.trace_dir.as_deref();
-                    (i, s.spawn(move || run_one(cc.clone(), path, *hz, micros, dir)))
+                    (
+                        i,
+                        s.spawn(move || run_one(cc.clone(), path, *hz, micros, dir)),
+                    )
                 })
                 .collect();
             for (i, h) in handles {
-                results[i] = Some(h.join().unwrap_or_else(|_| Err("a model run panicked".into())));
+                results[i] = Some(
+                    h.join()
+                        .unwrap_or_else(|_| Err("a model run panicked".into())),
+                );
             }
         });
     }

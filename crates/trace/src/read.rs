@@ -15,11 +15,33 @@ use kleinrock_cc::ops::Hook;
 /// the place and what to do.
 #[derive(Debug)]
 pub enum TraceError {
-    Io { path: PathBuf, err: io::Error },
-    Csv { path: PathBuf, line: u64, msg: String },
-    MissingColumn { path: PathBuf, column: String, why: String },
-    BadCell { path: PathBuf, row: u64, line: u64, column: String, why: String },
-    UnknownHook { path: PathBuf, row: u64, line: u64, name: String },
+    Io {
+        path: PathBuf,
+        err: io::Error,
+    },
+    Csv {
+        path: PathBuf,
+        line: u64,
+        msg: String,
+    },
+    MissingColumn {
+        path: PathBuf,
+        column: String,
+        why: String,
+    },
+    BadCell {
+        path: PathBuf,
+        row: u64,
+        line: u64,
+        column: String,
+        why: String,
+    },
+    UnknownHook {
+        path: PathBuf,
+        row: u64,
+        line: u64,
+        name: String,
+    },
 }
 
 impl fmt::Display for TraceError {
@@ -78,7 +100,9 @@ fn parse_int(cell: &[u8]) -> Option<i128> {
     let v = if digits.len() <= 19 {
         digits.iter().fold(0u64, |v, &d| v * 10 + (d - b'0') as u64) as i128
     } else {
-        digits.iter().fold(0i128, |v, &d| v * 10 + (d - b'0') as i128)
+        digits
+            .iter()
+            .fold(0i128, |v, &d| v * 10 + (d - b'0') as i128)
     };
     Some(if neg { -v } else { v })
 }
@@ -162,7 +186,9 @@ impl TraceReader {
                 path: path.to_path_buf(),
                 err,
             },
-            csv::ErrorKind::UnequalLengths { expected_len, len, .. } => TraceError::Csv {
+            csv::ErrorKind::UnequalLengths {
+                expected_len, len, ..
+            } => TraceError::Csv {
                 path: path.to_path_buf(),
                 line,
                 msg: format!("{len} cells where the header has {expected_len}"),

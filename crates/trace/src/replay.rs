@@ -210,13 +210,21 @@ pub fn replay(
     while let Some(row) = r.next_row()? {
         let cells = r.cells();
         let name = r.text(lay.hook);
-        let arg = |c: &str| lay.args.iter().find(|(n, _)| *n == c).and_then(|&(_, i)| cells[i]);
+        let arg = |c: &str| {
+            lay.args
+                .iter()
+                .find(|(n, _)| *n == c)
+                .and_then(|&(_, i)| cells[i])
+        };
         let hook = match format::parse_hook(name, &arg) {
             Ok(h) => h,
             Err(HookError::UnknownHook) => return Err(r.unknown_hook(row, name)),
             Err(HookError::BadArg(col, why)) => {
                 return Err(match r.column(col) {
-                    None => r.missing(col, &format!("{name} rows need it (first at row {})", row.index)),
+                    None => r.missing(
+                        col,
+                        &format!("{name} rows need it (first at row {})", row.index),
+                    ),
                     Some(_) => r.bad_cell(row, col, &why),
                 })
             }

@@ -37,7 +37,7 @@ fn record(spec: &str, hz: u32, file: &str, secs: u64) -> (PathBuf, u64) {
     (path, rows)
 }
 
-fn run(path: &PathBuf, spec: &str, hz: u32) -> Result<Report, TraceError> {
+fn run(path: &std::path::Path, spec: &str, hz: u32) -> Result<Report, TraceError> {
     replay(path, spec.parse().unwrap(), hz, &mut |_| {})
 }
 
@@ -58,7 +58,14 @@ fn rust_traces_replay_with_zero_divergence() {
         assert!(rows > 1000, "{spec}: {rows} rows");
         assert_eq!(report.rows, rows, "{spec}");
         assert!(report.agrees(), "{spec}:\n{report}");
-        for hook in ["init", "cong_avoid", "pkts_acked", "ssthresh", "set_state", "in_ack_event"] {
+        for hook in [
+            "init",
+            "cong_avoid",
+            "pkts_acked",
+            "ssthresh",
+            "set_state",
+            "in_ack_event",
+        ] {
             assert!(report.per_hook.contains_key(hook), "{spec} has {hook} rows");
         }
     }
@@ -75,15 +82,17 @@ fn replaying_with_another_algorithm_diverges() {
 }
 
 /// The header and rows of a plain-CSV trace, for surgery.
-fn load(path: &PathBuf) -> (Vec<String>, Vec<Vec<String>>) {
+fn load(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {
     let text = fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     let header = lines.next().unwrap().split(',').map(String::from).collect();
-    let rows = lines.map(|l| l.split(',').map(String::from).collect()).collect();
+    let rows = lines
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
     (header, rows)
 }
 
-fn save(path: &PathBuf, header: &[String], rows: &[Vec<String>]) {
+fn save(path: &std::path::Path, header: &[String], rows: &[Vec<String>]) {
     let mut s = header.join(",");
     s.push('\n');
     for r in rows {
@@ -116,13 +125,25 @@ fn a_perturbed_output_is_reported_at_its_row() {
     let report = run(&bad, "cubic", 250).unwrap();
     assert_eq!(report.divergent, 1, "{report}");
     let first = report.first.as_ref().unwrap();
-    assert_eq!((first.row, first.line, first.hook), (target as u64, target as u64 + 2, "cong_avoid"));
+    assert_eq!(
+        (first.row, first.line, first.hook),
+        (target as u64, target as u64 + 2, "cong_avoid")
+    );
     assert_eq!(first.diffs.len(), 1);
     assert_eq!(first.diffs[0].column, "post_snd_cwnd");
-    assert_eq!((first.diffs[0].expected, first.diffs[0].actual), (real + 1, real));
+    assert_eq!(
+        (first.diffs[0].expected, first.diffs[0].actual),
+        (real + 1, real)
+    );
     assert_eq!(report.per_hook["cong_avoid"].divergent, 1);
     let text = report.to_string();
-    assert!(text.contains(&format!("first divergence: row {target} (line {})", target + 2)), "{text}");
+    assert!(
+        text.contains(&format!(
+            "first divergence: row {target} (line {})",
+            target + 2
+        )),
+        "{text}"
+    );
 }
 
 #[test]
@@ -144,7 +165,10 @@ fn a_perturbed_private_member_is_reported() {
 fn an_output_computed_with_jiffies_out_is_accepted() {
     let (path, _) = record("cubic", 250, "jiffies.csv", 10);
     let (header, mut rows) = load(&path);
-    let (pre_e, post_e) = (col(&header, "pre_ca_epoch_start"), col(&header, "post_ca_epoch_start"));
+    let (pre_e, post_e) = (
+        col(&header, "pre_ca_epoch_start"),
+        col(&header, "post_ca_epoch_start"),
+    );
     let (jin, jout) = (col(&header, "jiffies_in"), col(&header, "jiffies_out"));
     // The row that starts an epoch records jiffies in epoch_start.
     let target = rows
@@ -164,7 +188,7 @@ fn an_output_computed_with_jiffies_out_is_accepted() {
     assert_eq!(report.first.unwrap().row, target as u64);
 }
 
-fn err(path: &PathBuf, spec: &str) -> String {
+fn err(path: &std::path::Path, spec: &str) -> String {
     run(path, spec, 1000).unwrap_err().to_string()
 }
 
@@ -181,20 +205,33 @@ fn malformed_traces_get_one_clear_error() {
         v
     };
     let bad = tmp("missing.csv");
-    save(&bad, &strip(&header), &rows.iter().map(strip).collect::<Vec<_>>());
+    save(
+        &bad,
+        &strip(&header),
+        &rows.iter().map(strip).collect::<Vec<_>>(),
+    );
     let e = err(&bad, "reno");
-    assert!(e.contains("has no column `pre_snd_cwnd` (reno reads snd_cwnd)"), "{e}");
+    assert!(
+        e.contains("has no column `pre_snd_cwnd` (reno reads snd_cwnd)"),
+        "{e}"
+    );
 
     // A bad number.
     let mut r2 = rows.clone();
     let acked = col(&header, "arg_acked");
-    let row = r2.iter().position(|r| r[col(&header, "hook")] == "cong_avoid").unwrap();
+    let row = r2
+        .iter()
+        .position(|r| r[col(&header, "hook")] == "cong_avoid")
+        .unwrap();
     r2[row][acked] = "12x".into();
     let bad = tmp("number.csv");
     save(&bad, &header, &r2);
     let e = err(&bad, "reno");
     assert!(
-        e.ends_with(&format!("row {row} (line {}), column `arg_acked`: `12x` is not an integer", row + 2)),
+        e.ends_with(&format!(
+            "row {row} (line {}), column `arg_acked`: `12x` is not an integer",
+            row + 2
+        )),
         "{e}"
     );
 
@@ -202,7 +239,10 @@ fn malformed_traces_get_one_clear_error() {
     r2[row][acked] = String::new();
     save(&bad, &header, &r2);
     let e = err(&bad, "reno");
-    assert!(e.ends_with("column `arg_acked`: empty, but cong_avoid needs it"), "{e}");
+    assert!(
+        e.ends_with("column `arg_acked`: empty, but cong_avoid needs it"),
+        "{e}"
+    );
 
     // An unknown hook.
     let mut r3 = rows.clone();
@@ -226,7 +266,10 @@ fn malformed_traces_get_one_clear_error() {
     let bad = tmp("state.csv");
     save(&bad, &header, &r5);
     let e = err(&bad, "reno");
-    assert!(e.contains("row 2 (line 4), column `pre_icsk_ca_state`: 7 is out of range"), "{e}");
+    assert!(
+        e.contains("row 2 (line 4), column `pre_icsk_ca_state`: 7 is out of range"),
+        "{e}"
+    );
 
     // Missing file, empty file.
     let e = err(&tmp("nope.csv"), "reno");
@@ -261,10 +304,47 @@ x,cong_avoid,1,4000,16,16,0,4294967295,0,8,0,16,16,0,0,,,,
     // Row 4 by hand: cwnd 16 = ssthresh, cnt 15 + 12 = 27 >= 16: +1, 11 left.
     // Change the expected cnt: caught.
     let path2 = tmp("hand2.csv");
-    fs::write(&path2, csv.replace("17,16,11,0,,,,\nx,ssthresh", "17,16,12,0,,,,\nx,ssthresh")).unwrap();
+    fs::write(
+        &path2,
+        csv.replace("17,16,11,0,,,,\nx,ssthresh", "17,16,12,0,,,,\nx,ssthresh"),
+    )
+    .unwrap();
     let report = run(&path2, "reno", 1000).unwrap();
     let first = report.first.unwrap();
     assert_eq!((first.row, first.hook), (4, "cong_avoid"));
     assert_eq!(first.diffs[0].column, "post_snd_cwnd_cnt");
     assert_eq!((first.diffs[0].expected, first.diffs[0].actual), (12, 11));
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+        /// Whatever the path, the recorded trace replays exactly.
+        #[test]
+        fn every_recorded_run_replays_exactly(
+            spec in proptest::sample::select(&["reno", "reno:hystart=hspp", "cubic", "cubic:hystart=hspp",
+                "cubic:friendly=eq4", "cubic:friendly=newreno", "cubic:hystart=off:beta=600"][..]),
+            hz in proptest::sample::select(&[100u32, 250, 1000][..]),
+            rtt_us in 200u32..300_000,
+            rate_pps in 100u64..50_000,
+            loss_ppm in 0u32..100_000,
+            seed in any::<u64>(),
+        ) {
+            let cc: Algorithm = spec.parse().unwrap();
+            let path = tmp(&format!("prop-{seed}.csv"));
+            let rec = Recorder::create(&path, &cc).unwrap();
+            let net = NetPath { rtt_us, rate_pps, buffer_pkts: 50, loss_ppm, ack_every: 2, seed };
+            let mut d = Driver::new(cc, net, hz, rec);
+            d.run_for(1_500_000);
+            let rows = d.tap.finish().unwrap();
+            let report = run(&path, spec, hz).unwrap();
+            fs::remove_file(&path).unwrap();
+            prop_assert_eq!(report.rows, rows);
+            prop_assert!(report.agrees(), "{}", report);
+        }
+    }
 }

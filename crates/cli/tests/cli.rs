@@ -1,0 +1,182 @@
+//! The `kleinrock` binary as a user meets it: outputs, exit codes, and one
+//! clear sentence for every kind of bad input.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn kleinrock(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kleinrock"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kleinrock-cli-{}-{name}", std::process::id()));
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn model_runs_traces_and_replays_every_spec() {
+    let dir = tmpdir("model");
+    let o = kleinrock(&[
+        "model",
+        "--cc",
+        "reno,cubic:friendly=newreno",
+        "--hz",
+        "100,1000",
+        "--rate-mbps",
+        "50",
+        "--rtt-us",
+        "20000",
+        "--loss",
+        "0.1",
+        "--seconds",
+        "3",
+        "--trace-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("algorithm"), "{out}");
+    for row in ["reno ", "cubic:friendly=newreno "] {
+        assert_eq!(
+            out.lines().filter(|l| l.starts_with(row)).count(),
+            2,
+            "{out}"
+        );
+    }
+    assert_eq!(out.matches(": 0 divergent").count(), 4, "{out}");
+    let trace = dir.join("cubic_friendly_newreno-hz100.csv.gz");
+    assert!(trace.exists());
+
+    // The same trace through `replay`: exit 0, and a table per hook.
+    let o = kleinrock(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--cc",
+        "cubic:friendly=newreno",
+        "--hz",
+        "100",
+    ]);
+    let (out, _) = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains(": 0 diverge") && out.contains("cong_avoid"),
+        "{out}"
+    );
+
+    // Into another algorithm: exit 1 and the first divergence.
+    let o = kleinrock(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--cc",
+        "reno",
+        "--hz",
+        "100",
+    ]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("first divergence: row "), "{out}");
+}
+
+#[test]
+fn model_is_deterministic_for_a_seed() {
+    let args = [
+        "model",
+        "--cc",
+        "cubic",
+        "--loss",
+        "1",
+        "--seconds",
+        "2",
+        "--seed",
+        "9",
+    ];
+    let a = kleinrock(&args);
+    let b = kleinrock(&args);
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+}
+
+fn one_error(args: &[&str]) -> String {
+    let o = kleinrock(args);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn bad_input_gets_one_clear_sentence() {
+    let e = one_error(&["model", "--cc", "cubik"]);
+    assert!(
+        e.contains("unknown algorithm `cubik`; valid algorithms are reno, cubic"),
+        "{e}"
+    );
+    let e = one_error(&["model", "--cc", "cubic:beta=2000"]);
+    assert!(
+        e.contains("`2000` is not a valid value for `beta` of cubic; expected 1..1023"),
+        "{e}"
+    );
+    let e = one_error(&["replay", "x.csv", "--cc", "cubic", "--hz", "0"]);
+    assert!(e.contains("`0` is not a clock rate"), "{e}");
+    let e = one_error(&["model", "--loss", "150"]);
+    assert!(e.contains("`150` is not a loss rate"), "{e}");
+    let e = one_error(&[
+        "replay",
+        "/nonexistent/trace.csv",
+        "--cc",
+        "cubic",
+        "--hz",
+        "250",
+    ]);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.starts_with("error: cannot read trace /nonexistent/trace.csv"),
+        "{e}"
+    );
+    let dir = tmpdir("bad");
+    let bad = dir.join("bad.csv");
+    fs::write(&bad, "hook,post_snd_cwnd,post_snd_ssthresh\ninit,10,5\n").unwrap();
+    let e = one_error(&[
+        "replay",
+        bad.to_str().unwrap(),
+        "--cc",
+        "reno",
+        "--hz",
+        "250",
+    ]);
+    assert!(
+        e.contains("has no column `pre_snd_cwnd` (reno reads snd_cwnd)"),
+        "{e}"
+    );
+    let file = dir.join("file");
+    fs::write(&file, "").unwrap();
+    let e = one_error(&[
+        "model",
+        "--trace-dir",
+        file.join("sub").to_str().unwrap(),
+        "--seconds",
+        "1",
+    ]);
+    assert!(e.contains("cannot create trace directory"), "{e}");
+}
+
+#[test]
+fn algorithms_lists_names_and_parameters() {
+    let o = kleinrock(&["algorithms"]);
+    let (out, _) = text(&o);
+    assert!(o.status.success());
+    assert!(out.contains("reno (also: newreno)"), "{out}");
+    assert!(out.contains("friendly=linux|eq4|newreno|off"), "{out}");
+}

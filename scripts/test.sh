@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Kleinrock's whole test suite, runnable on a fresh machine: installs what
+# is missing (a C linker, the Rust toolchain, rustfmt and clippy), then
+# checks formatting, lints with warnings as errors, and runs every test.
+# Exits non-zero on the first failure. CI runs exactly this (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_install() {
+    echo "test.sh: installing $* with apt-get" >&2
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
+}
+
+missing=()
+command -v cc >/dev/null || missing+=(build-essential)
+command -v cargo >/dev/null || missing+=(cargo rustc)
+if [ ${#missing[@]} -gt 0 ]; then
+    apt_install "${missing[@]}"
+fi
+
+if command -v rustup >/dev/null; then
+    for component in rustfmt clippy; do
+        rustup component list --installed 2>/dev/null | grep -q "^$component" ||
+            rustup component add "$component"
+    done
+else
+    command -v cargo-fmt >/dev/null || apt_install rustfmt
+    command -v cargo-clippy >/dev/null || apt_install rust-clippy
+fi
+
+echo "== cargo fmt --check" >&2
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings" >&2
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test" >&2
+cargo test --workspace --locked
