@@ -39,4 +39,12 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings" >&2
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test" >&2
-cargo test --workspace --locked
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --locked 2>&1 | tee "$log"
+# One closing line for the whole suite (cargo ends on its doc-test binaries,
+# which hold no tests).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) {
+        if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i;
+        if ($(i+1) ~ /^ignored/) s += $i } }
+     END { printf "summary: %d passed, %d failed, %d skipped\n", p, f, s; if (p == 0) exit 1 }' "$log"
