@@ -215,12 +215,18 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
         if self.sk.icsk_ca_state != CaState::Open {
             self.finish_recovery();
         }
-        self.totals.rounds += 1;
-        self.totals.cwnd_sum += n as u64;
-        self.totals.delivered_pkts += delivered as u64;
-        self.totals.lost_pkts += (n - delivered) as u64;
-        self.now_us = round_start + duration;
-        self.totals.elapsed_us = self.now_us;
+        self.end_round(n, delivered, round_start + duration);
+    }
+
+    /// Books a round of `n` segments and moves the clock to its end.
+    fn end_round(&mut self, n: u32, delivered: u32, end_us: u64) {
+        let t = &mut self.totals;
+        t.rounds += 1;
+        t.cwnd_sum += n as u64;
+        t.delivered_pkts += delivered as u64;
+        t.lost_pkts += (n - delivered) as u64;
+        t.elapsed_us = end_us;
+        self.now_us = end_us;
     }
 
     fn send(&mut self, n: u32, mss: u32) {
@@ -341,12 +347,7 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
         self.sk.snd_una = self.sk.snd_nxt;
         self.set_state(CaState::Loss);
         self.totals.timeouts += 1;
-        self.totals.rounds += 1;
-        self.totals.cwnd_sum += n as u64;
-        self.totals.delivered_pkts += delivered as u64;
-        self.totals.lost_pkts += (n - delivered) as u64;
-        self.now_us = fire;
-        self.totals.elapsed_us = fire;
+        self.end_round(n, delivered, fire);
     }
 }
 

@@ -10,7 +10,7 @@
 //! Kleinrock adds one option the kernel lacks: `hystart=hspp` replaces the
 //! initial slow start with HyStart++ (RFC 9406), see [`crate::hystart_pp`].
 
-use crate::aimd::{tcp_cong_avoid_ai, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start};
+use crate::aimd::{tcp_cong_avoid_ai, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
 use crate::hystart_pp::HystartPP;
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
 use crate::params::{flag_value, ParamError, ParamInfo, Params};
@@ -115,7 +115,7 @@ impl CongestionControl for Reno {
 
     fn cong_avoid(&mut self, sk: &mut Sock, ack: u32, acked: u32) {
         if !self.params.hystart_pp {
-            return crate::aimd::tcp_reno_cong_avoid(sk, ack, acked);
+            return tcp_reno_cong_avoid(sk, ack, acked);
         }
         if !sk.is_cwnd_limited() {
             return;
@@ -160,8 +160,3 @@ impl CongestionControl for Reno {
         }
     }
 }
-
-// Keep the unused-import lint honest: tcp_slow_start is what `hystart=off`
-// runs inside tcp_reno_cong_avoid.
-#[allow(dead_code)]
-const _: fn(&mut Sock, u32) -> u32 = tcp_slow_start;

@@ -5,6 +5,15 @@ use kleinrock_cc::cubic::{cubic_root, Cubic, CubicParams, Scales};
 use kleinrock_cc::hystart::HystartConfig;
 use kleinrock_cc::{AckSample, CaEvent, CaState, CongestionControl, Sock};
 
+/// An ACK sample.
+fn ack(pkts_acked: u32, rtt_us: i32, in_flight: u32) -> AckSample {
+    AckSample {
+        pkts_acked,
+        rtt_us,
+        in_flight,
+    }
+}
+
 /// A socket in congestion avoidance at `now_us` on a `hz` clock.
 fn ca_sock(hz: u32, now_us: u64, cwnd: u32) -> Sock {
     let mut sk = Sock::new(hz);
@@ -208,37 +217,16 @@ fn hystart_ack_train_ends_slow_start_through_pkts_acked() {
     for _ in 0..10 {
         t += 1000;
         sk.set_clock(t);
-        c.pkts_acked(
-            &mut sk,
-            &AckSample {
-                pkts_acked: 2,
-                rtt_us: 20_000,
-                in_flight: 40,
-            },
-        );
+        c.pkts_acked(&mut sk, &ack(2, 20_000, 40));
     }
     assert_eq!(c.hystart_state().found, 0);
     sk.set_clock(t + 1000);
-    c.pkts_acked(
-        &mut sk,
-        &AckSample {
-            pkts_acked: 2,
-            rtt_us: 20_000,
-            in_flight: 40,
-        },
-    );
+    c.pkts_acked(&mut sk, &ack(2, 20_000, 40));
     assert_eq!(c.hystart_state().found, 1);
     assert_eq!(sk.snd_ssthresh, 40);
     // Found: later samples no longer judge, even a huge RTT rise.
     sk.snd_ssthresh = u32::MAX;
-    c.pkts_acked(
-        &mut sk,
-        &AckSample {
-            pkts_acked: 1,
-            rtt_us: 900_000,
-            in_flight: 40,
-        },
-    );
+    c.pkts_acked(&mut sk, &ack(1, 900_000, 40));
     assert_eq!(sk.snd_ssthresh, u32::MAX);
 }
 
@@ -257,38 +245,17 @@ fn hystart_delay_detector_alone_and_low_window() {
     sk.snd_cwnd = 10; // below hystart_low_window
     c.init(&mut sk);
     for _ in 0..20 {
-        c.pkts_acked(
-            &mut sk,
-            &AckSample {
-                pkts_acked: 1,
-                rtt_us: 60_000,
-                in_flight: 10,
-            },
-        );
+        c.pkts_acked(&mut sk, &ack(1, 60_000, 10));
     }
     assert_eq!(c.hystart_state().found, 0);
     // First sample set delay_min to 60 ms; now cwnd 16 and RTTs of 67.5 ms
     // (threshold 60 + 7.5 ms): the ninth judged sample exits.
     sk.snd_cwnd = 16;
     for _ in 0..8 {
-        c.pkts_acked(
-            &mut sk,
-            &AckSample {
-                pkts_acked: 1,
-                rtt_us: 67_501,
-                in_flight: 16,
-            },
-        );
+        c.pkts_acked(&mut sk, &ack(1, 67_501, 16));
     }
     assert_eq!(c.hystart_state().found, 0);
-    c.pkts_acked(
-        &mut sk,
-        &AckSample {
-            pkts_acked: 1,
-            rtt_us: 67_501,
-            in_flight: 16,
-        },
-    );
+    c.pkts_acked(&mut sk, &ack(1, 67_501, 16));
     assert_eq!(c.hystart_state().found, 1);
     assert_eq!(sk.snd_ssthresh, 16);
 }
@@ -298,14 +265,7 @@ fn loss_state_resets_epoch_w_max_and_delay_min() {
     let mut c = Cubic::default();
     let mut sk = ca_sock(1000, 0, 100);
     c.ssthresh(&mut sk);
-    c.pkts_acked(
-        &mut sk,
-        &AckSample {
-            pkts_acked: 1,
-            rtt_us: 5000,
-            in_flight: 9,
-        },
-    );
+    c.pkts_acked(&mut sk, &ack(1, 5000, 9));
     assert_eq!(c.state().delay_min, 5000);
     c.set_state(&mut sk, CaState::Recovery);
     assert_eq!(c.state().last_max_cwnd, 100);
@@ -322,33 +282,12 @@ fn rtt_samples_in_the_first_second_of_an_epoch_are_ignored() {
     let mut sk = ca_sock(1000, 1_000_000, 70);
     c.cong_avoid(&mut sk, 0, 1); // epoch starts
     sk.set_clock(1_999_000);
-    c.pkts_acked(
-        &mut sk,
-        &AckSample {
-            pkts_acked: 1,
-            rtt_us: 7000,
-            in_flight: 9,
-        },
-    );
+    c.pkts_acked(&mut sk, &ack(1, 7000, 9));
     assert_eq!(c.state().delay_min, 0);
     sk.set_clock(2_000_000);
-    c.pkts_acked(
-        &mut sk,
-        &AckSample {
-            pkts_acked: 1,
-            rtt_us: 0,
-            in_flight: 9,
-        },
-    );
+    c.pkts_acked(&mut sk, &ack(1, 0, 9));
     assert_eq!(c.state().delay_min, 1, "a zero RTT counts as 1 us");
-    c.pkts_acked(
-        &mut sk,
-        &AckSample {
-            pkts_acked: 1,
-            rtt_us: -1,
-            in_flight: 9,
-        },
-    );
+    c.pkts_acked(&mut sk, &ack(1, -1, 9));
     assert_eq!(c.state().delay_min, 1);
 }
 
