@@ -51,6 +51,7 @@ use crate::hystart_pp::HystartPP;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{flag_value, int_value, ParamError, ParamInfo, Params};
 use crate::sock::{after, usecs_to_jiffies, CaState, Field, Sock};
+use alloc::string::{String, ToString};
 
 /// `BICTCP_BETA_SCALE`: beta is a fraction of 1024.
 pub const BICTCP_BETA_SCALE: u32 = 1024;

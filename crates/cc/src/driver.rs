@@ -23,6 +23,7 @@
 
 use crate::ops::{AckSample, CaEvent, CongestionControl, Hook, Tap};
 use crate::sock::{CaState, Sock, TCP_INFINITE_SSTHRESH, USEC_PER_SEC};
+use alloc::vec::Vec;
 
 /// Linux's minimum RTO (`TCP_RTO_MIN`), microseconds.
 pub const TCP_RTO_MIN_US: u64 = 200_000;

@@ -15,9 +15,16 @@
 //! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
 //!
-//! The crate has no dependencies and reads no clock and no randomness.
+//! The crate has no dependencies and reads no clock and no randomness. It is
+//! `no_std` (with `alloc`, for spec strings), so the same algorithms build
+//! for embedded and kernel-adjacent userspace transports.
 
+#![no_std]
 #![forbid(unsafe_code)]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
 
 pub mod aimd;
 pub mod cubic;

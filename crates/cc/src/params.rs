@@ -1,6 +1,8 @@
 //! Algorithm parameters as values: parsed from `key=value` pairs of a spec,
 //! printed back in canonical form (only what differs from the default).
 
+use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt;
 
 /// One parameter an algorithm accepts, for error messages and docs.

@@ -157,9 +157,9 @@ macro_rules! sock_fields {
                 match f { $( Field::$field => FieldValue::to_u64(self.$field), )* }
             }
 
-            /// Writes a field from a `u64`, truncating as a C assignment
-            /// would. Returns false for a value out of the field's domain
-            /// (an unknown `icsk_ca_state`, for example).
+            /// Writes a field from a `u64`. Returns false, leaving the field
+            /// alone, for a value out of its range or domain (a cwnd above
+            /// 2^32 - 1, an unknown `icsk_ca_state`).
             pub fn set(&mut self, f: Field, v: u64) -> bool {
                 match f { $( Field::$field => match FieldValue::from_u64(v) {
                     Some(x) => { self.$field = x; true }
@@ -180,7 +180,7 @@ impl FieldValue for u8 {
         self as u64
     }
     fn from_u64(v: u64) -> Option<Self> {
-        Some(v as u8)
+        u8::try_from(v).ok()
     }
 }
 impl FieldValue for u32 {
@@ -188,7 +188,7 @@ impl FieldValue for u32 {
         self as u64
     }
     fn from_u64(v: u64) -> Option<Self> {
-        Some(v as u32)
+        u32::try_from(v).ok()
     }
 }
 impl FieldValue for u64 {
@@ -440,6 +440,8 @@ mod tests {
         assert_eq!(sk.icsk_ca_state, CaState::Recovery);
         assert!(!sk.set(Field::icsk_ca_state, 9));
         assert!(!sk.set(Field::pacing_status, 3));
+        assert!(!sk.set(Field::snd_cwnd, 1 << 32));
+        assert_eq!(sk.snd_cwnd, 77);
     }
 
     #[test]

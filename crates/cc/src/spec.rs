@@ -11,6 +11,9 @@
 //! the algorithm's name followed by the parameters that differ from the
 //! defaults, in a fixed order, so equal configurations print equally.
 
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 use core::fmt;
 use core::str::FromStr;
 
@@ -121,7 +124,7 @@ impl fmt::Display for SpecError {
     }
 }
 
-impl std::error::Error for SpecError {}
+impl core::error::Error for SpecError {}
 
 fn apply<P: Params>(algorithm: &'static str, parts: &[&str]) -> Result<P, SpecError> {
     let mut p = P::default();
