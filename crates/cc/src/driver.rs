@@ -22,6 +22,7 @@
 //! algorithm's behaviour in a second. The same seed gives the same run.
 
 use crate::ops::{AckSample, CaEvent, CongestionControl, Hook, Tap};
+use crate::rand::SplitMix64;
 use crate::sock::{CaState, Sock, TCP_INFINITE_SSTHRESH, USEC_PER_SEC};
 use alloc::vec::Vec;
 
@@ -49,29 +50,6 @@ impl Path {
     /// The bandwidth-delay product, segments.
     pub fn bdp_pkts(&self) -> u64 {
         self.rate_pps * self.rtt_us as u64 / USEC_PER_SEC
-    }
-}
-
-/// SplitMix64: a small, fast, well-mixed deterministic generator.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// True with probability `ppm` / 1,000,000.
-    pub fn chance_ppm(&mut self, ppm: u32) -> bool {
-        (self.next_u64() % 1_000_000) < ppm as u64
     }
 }
 

@@ -14,6 +14,7 @@
 //! - [`reno`], [`cubic`]: the algorithms.
 //! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
+//! - [`rand`]: the seeded generator everything random draws from.
 //!
 //! The crate has no dependencies and reads no clock and no randomness. It is
 //! `no_std` (with `alloc`, for spec strings), so the same algorithms build
@@ -33,6 +34,7 @@ pub mod hystart;
 pub mod hystart_pp;
 pub mod ops;
 pub mod params;
+pub mod rand;
 pub mod reno;
 pub mod sock;
 pub mod spec;
