@@ -25,7 +25,8 @@ pub const USEC_PER_SEC: u64 = 1_000_000;
 pub const USEC_PER_MSEC: u64 = 1_000;
 
 /// `icsk_ca_state`: where the TCP core's loss-recovery state machine is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+/// Ordered as the kernel compares them (`state >= TCP_CA_Recovery`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum CaState {
     #[default]

@@ -1,0 +1,27 @@
+//! Kleinrock's packet-level simulator: a dumbbell of two bottleneck links,
+//! Linux-like TCP senders and receivers, and the algorithms of
+//! `kleinrock-cc` called through their hooks exactly as the kernel calls
+//! them.
+//!
+//! - [`event`]: the event list; [`time`]: nanosecond time.
+//! - [`packet`], [`queue`], [`loss`], [`link`]: the network.
+//! - [`tcp`]: the sender (SACK scoreboard, RACK-TLP, PRR, RTO, rate
+//!   sampler, pacing) and the receiver (delayed ACKs, SACK, ECN echo).
+//! - [`world`]: the topology and event loop; [`results`]: what a run
+//!   produces.
+//!
+//! Deterministic: one seeded generator draws every random loss, events at
+//! the same instant run in scheduling order, and nothing reads a real clock.
+
+pub mod event;
+pub mod link;
+pub mod loss;
+pub mod packet;
+pub mod queue;
+pub mod results;
+pub mod tcp;
+pub mod time;
+pub mod world;
+
+pub use results::Results;
+pub use world::{Config, FlowConfig, LinkConfig, Sim};

@@ -1,0 +1,76 @@
+//! Packets: plain metadata, copied by value through queues and pipes. No
+//! payload, no allocation.
+
+use crate::time::Time;
+
+/// The ECN field of the IP header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Ecn {
+    #[default]
+    NotEct,
+    Ect,
+    Ce,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A TCP segment carrying data.
+    Data,
+    /// A pure TCP ACK.
+    Ack,
+}
+
+/// Up to three SACK blocks, as fit in a header with timestamps.
+pub const MAX_SACK_BLOCKS: usize = 3;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    pub flow: u32,
+    pub kind: Kind,
+    /// Data: the segment's index. ACK: the next segment expected
+    /// (cumulative ACK).
+    pub seq: u32,
+    /// Bytes on the wire (IP packet).
+    pub bytes: u32,
+    pub ecn: Ecn,
+    /// ACK: ECN-Echo.
+    pub ece: bool,
+    /// Data: Congestion Window Reduced.
+    pub cwr: bool,
+    /// ACK: the first SACK block reports a duplicate (D-SACK, RFC 2883).
+    pub dsack: bool,
+    /// ACK: SACK blocks as [start, end) segment indexes.
+    pub sack: [(u32, u32); MAX_SACK_BLOCKS],
+    pub nsack: u8,
+    /// When the packet entered its current queue (for sojourn times).
+    pub enqueued: Time,
+}
+
+impl Packet {
+    pub fn data(flow: u32, seq: u32, bytes: u32) -> Packet {
+        Packet {
+            flow,
+            kind: Kind::Data,
+            seq,
+            bytes,
+            ecn: Ecn::NotEct,
+            ece: false,
+            cwr: false,
+            dsack: false,
+            sack: [(0, 0); MAX_SACK_BLOCKS],
+            nsack: 0,
+            enqueued: 0,
+        }
+    }
+
+    pub fn ack(flow: u32, cum: u32, bytes: u32) -> Packet {
+        Packet {
+            kind: Kind::Ack,
+            ..Packet::data(flow, cum, bytes)
+        }
+    }
+
+    pub fn sack_blocks(&self) -> &[(u32, u32)] {
+        &self.sack[..self.nsack as usize]
+    }
+}

@@ -1,0 +1,294 @@
+//! What a run produces: per-flow and per-queue time series at the sample
+//! interval, per-flow summaries, link counters; written as JSON and CSV,
+//! and summarised for a terminal.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::link::LinkStats;
+use crate::world::Config;
+
+/// A log-bucketed histogram of microsecond values (1% resolution), for
+/// RTT percentiles without storing every sample.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    buckets: Vec<u64>,
+    count: u64,
+}
+
+const BUCKETS: usize = 2400;
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            buckets: vec![0; BUCKETS],
+            count: 0,
+        }
+    }
+}
+
+impl Histogram {
+    fn bucket(v: u32) -> usize {
+        // log base 1.01 of v, v >= 1.
+        (((v.max(1) as f64).ln() / 1.01f64.ln()) as usize).min(BUCKETS - 1)
+    }
+
+    pub fn add(&mut self, v: u32) {
+        self.buckets[Self::bucket(v)] += 1;
+        self.count += 1;
+    }
+
+    /// The value below which a fraction `q` of samples fall (bucket
+    /// midpoint), 0 with no samples.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let target = ((self.count as f64 * q).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= target {
+                return 1.01f64.powf(i as f64 + 0.5).round() as u64;
+            }
+        }
+        0
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowSample {
+    pub t: f64,
+    pub flow: u32,
+    pub goodput_bps: f64,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub srtt_us: u32,
+    pub min_rtt_us: u32,
+    pub inflight: u32,
+    pub pacing_rate_bps: u64,
+    pub retransmits: u64,
+    pub ca_state: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueSample {
+    pub t: f64,
+    pub link: &'static str,
+    pub packets: u32,
+    pub bytes: u64,
+    pub delay_us: u64,
+    pub drops: u64,
+    pub marks: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowSummary {
+    pub flow: u32,
+    pub cc: String,
+    pub direction: &'static str,
+    pub rtt_ms: f64,
+    pub goodput_bps: f64,
+    pub bytes: u64,
+    pub segments_sent: u64,
+    pub retransmits: u64,
+    pub rtos: u64,
+    pub tlps: u64,
+    pub recoveries: u64,
+    pub rtt_p50_ms: f64,
+    pub rtt_p95_ms: f64,
+    pub rtt_p99_ms: f64,
+    pub completion_s: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct LinkSummary {
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub queue_drops: u64,
+    pub loss_drops: u64,
+    pub marks: u64,
+}
+
+impl From<LinkStats> for LinkSummary {
+    fn from(s: LinkStats) -> Self {
+        LinkSummary {
+            tx_packets: s.tx_packets,
+            tx_bytes: s.tx_bytes,
+            queue_drops: s.queue_drops,
+            loss_drops: s.loss_drops,
+            marks: s.marks,
+        }
+    }
+}
+
+/// A run's results.
+#[derive(Clone, Debug)]
+pub struct Results {
+    pub duration_s: f64,
+    pub seed: u64,
+    pub flows: Vec<FlowSummary>,
+    pub flow_series: Vec<FlowSample>,
+    pub queue_series: Vec<QueueSample>,
+    pub links: [LinkStats; 2],
+    pub events: u64,
+}
+
+#[derive(Serialize)]
+struct Json<'a> {
+    duration_s: f64,
+    seed: u64,
+    flows: &'a [FlowSummary],
+    links: LinksJson,
+    flow_series: &'a [FlowSample],
+    queue_series: &'a [QueueSample],
+}
+
+#[derive(Serialize)]
+struct LinksJson {
+    up: LinkSummary,
+    down: LinkSummary,
+}
+
+impl Results {
+    pub fn new(cfg: &Config) -> Results {
+        let samples = (cfg.duration / cfg.sample_interval.max(1)) as usize + 1;
+        Results {
+            duration_s: cfg.duration as f64 / 1e9,
+            seed: cfg.seed,
+            flows: Vec::with_capacity(cfg.flows.len()),
+            flow_series: Vec::with_capacity(samples * cfg.flows.len()),
+            queue_series: Vec::with_capacity(samples * 2),
+            links: [LinkStats::default(); 2],
+            events: 0,
+        }
+    }
+
+    /// Jain's fairness index of the flows' goodputs.
+    pub fn jain(&self) -> f64 {
+        let x: Vec<f64> = self.flows.iter().map(|f| f.goodput_bps).collect();
+        let sum: f64 = x.iter().sum();
+        let sq: f64 = x.iter().map(|v| v * v).sum();
+        if sq == 0.0 {
+            return 1.0;
+        }
+        sum * sum / (x.len() as f64 * sq)
+    }
+
+    /// The whole run as JSON.
+    pub fn to_json(&self) -> String {
+        let j = Json {
+            duration_s: self.duration_s,
+            seed: self.seed,
+            flows: &self.flows,
+            links: LinksJson {
+                up: self.links[0].into(),
+                down: self.links[1].into(),
+            },
+            flow_series: &self.flow_series,
+            queue_series: &self.queue_series,
+        };
+        serde_json::to_string_pretty(&j).expect("results serialize")
+    }
+
+    /// Writes results.json, flows.csv, queues.csv and summary.csv.
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("results.json"), self.to_json())?;
+        let mut f = io::BufWriter::new(std::fs::File::create(dir.join("flows.csv"))?);
+        writeln!(f, "t,flow,goodput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,retransmits,ca_state")?;
+        for s in &self.flow_series {
+            writeln!(
+                f,
+                "{:.6},{},{:.0},{},{},{},{},{},{},{},{}",
+                s.t, s.flow, s.goodput_bps, s.cwnd, s.ssthresh, s.srtt_us, s.min_rtt_us, s.inflight, s.pacing_rate_bps, s.retransmits, s.ca_state
+            )?;
+        }
+        f.flush()?;
+        let mut q = io::BufWriter::new(std::fs::File::create(dir.join("queues.csv"))?);
+        writeln!(q, "t,link,packets,bytes,delay_us,drops,marks")?;
+        for s in &self.queue_series {
+            writeln!(q, "{:.6},{},{},{},{},{},{}", s.t, s.link, s.packets, s.bytes, s.delay_us, s.drops, s.marks)?;
+        }
+        q.flush()?;
+        let mut s = io::BufWriter::new(std::fs::File::create(dir.join("summary.csv"))?);
+        writeln!(s, "flow,cc,direction,rtt_ms,goodput_bps,bytes,retransmits,rtos,tlps,rtt_p50_ms,rtt_p95_ms,rtt_p99_ms,completion_s")?;
+        for x in &self.flows {
+            writeln!(
+                s,
+                "{},{},{},{},{:.0},{},{},{},{},{},{},{},{}",
+                x.flow,
+                x.cc,
+                x.direction,
+                x.rtt_ms,
+                x.goodput_bps,
+                x.bytes,
+                x.retransmits,
+                x.rtos,
+                x.tlps,
+                x.rtt_p50_ms,
+                x.rtt_p95_ms,
+                x.rtt_p99_ms,
+                x.completion_s.map_or(String::new(), |c| c.to_string())
+            )?;
+        }
+        s.flush()
+    }
+
+    /// A short table for the terminal.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:>4} {:<28} {:>6} {:>12} {:>8} {:>5} {:>9} {:>9} {:>9}",
+            "flow", "cc", "dir", "goodput", "retrans", "RTOs", "RTT p50", "RTT p95", "done"
+        );
+        for f in &self.flows {
+            let _ = writeln!(
+                s,
+                "{:>4} {:<28} {:>6} {:>7.2} Mb/s {:>8} {:>5} {:>6.1} ms {:>6.1} ms {:>9}",
+                f.flow,
+                f.cc,
+                if f.direction == "upload" { "up" } else { "down" },
+                f.goodput_bps / 1e6,
+                f.retransmits,
+                f.rtos,
+                f.rtt_p50_ms,
+                f.rtt_p95_ms,
+                f.completion_s.map_or("-".to_string(), |c| format!("{c:.3} s"))
+            );
+        }
+        let up = self.links[0];
+        let _ = writeln!(
+            s,
+            "bottleneck up: {} packets sent, {} dropped by the queue, {} by loss, {} marked; Jain fairness {:.3}",
+            up.tx_packets,
+            up.queue_drops,
+            up.loss_drops,
+            up.marks,
+            self.jain()
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_within_one_percent() {
+        let mut h = Histogram::default();
+        for v in 1..=10_000u32 {
+            h.add(v);
+        }
+        let p50 = h.quantile(0.5) as f64;
+        let p99 = h.quantile(0.99) as f64;
+        assert!((p50 / 5000.0 - 1.0).abs() < 0.01, "{p50}");
+        assert!((p99 / 9900.0 - 1.0).abs() < 0.01, "{p99}");
+        assert_eq!(Histogram::default().quantile(0.5), 0);
+    }
+}

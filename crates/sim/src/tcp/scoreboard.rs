@@ -1,0 +1,179 @@
+//! The sender's retransmission queue and SACK scoreboard: one record per
+//! segment in flight, `[snd_una, snd_nxt)`, in a ring buffer that grows to
+//! the largest window and is then reused (no allocation per packet).
+
+use std::collections::VecDeque;
+
+use super::rate::TxStamp;
+
+pub const SACKED: u8 = 1 << 0;
+pub const LOST: u8 = 1 << 1;
+/// Retransmitted and that retransmission still in flight
+/// (`TCPCB_SACKED_RETRANS`).
+pub const RETRANS: u8 = 1 << 2;
+/// Retransmitted at least once (`TCPCB_EVER_RETRANS`).
+pub const EVER_RETRANS: u8 = 1 << 3;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Seg {
+    /// Time of the latest transmission, µs (`skb_mstamp`).
+    pub tx_us: u64,
+    pub stamp: TxStamp,
+    pub flags: u8,
+}
+
+impl Seg {
+    pub fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+}
+
+/// Segments in flight and the counts Linux keeps of them.
+#[derive(Clone, Debug, Default)]
+pub struct Scoreboard {
+    segs: VecDeque<Seg>,
+    /// Index of `segs[0]`: `snd_una` in segments.
+    pub una: u32,
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
+}
+
+impl Scoreboard {
+    /// `snd_nxt` in segments.
+    pub fn nxt(&self) -> u32 {
+        self.una + self.segs.len() as u32
+    }
+
+    pub fn packets_out(&self) -> u32 {
+        self.segs.len() as u32
+    }
+
+    /// `tcp_packets_in_flight()`: out - (sacked + lost) + retrans.
+    pub fn in_flight(&self) -> u32 {
+        self.packets_out() - (self.sacked_out + self.lost_out) + self.retrans_out
+    }
+
+    pub fn get(&self, seq: u32) -> &Seg {
+        &self.segs[(seq - self.una) as usize]
+    }
+
+    pub fn get_mut(&mut self, seq: u32) -> &mut Seg {
+        &mut self.segs[(seq - self.una) as usize]
+    }
+
+    pub fn contains(&self, seq: u32) -> bool {
+        seq >= self.una && seq < self.nxt()
+    }
+
+    /// Appends a new segment (the next `snd_nxt`).
+    pub fn push(&mut self, seg: Seg) {
+        self.segs.push_back(seg);
+    }
+
+    /// Removes the head segment (cumulatively ACKed), fixing the counts.
+    pub fn pop(&mut self) -> Seg {
+        let s = self.segs.pop_front().expect("pop below snd_nxt");
+        self.una += 1;
+        if s.has(SACKED) {
+            self.sacked_out -= 1;
+        }
+        if s.has(LOST) {
+            self.lost_out -= 1;
+        }
+        if s.has(RETRANS) {
+            self.retrans_out -= 1;
+        }
+        s
+    }
+
+    /// Marks `seq` SACKed; returns false if it already was.
+    pub fn mark_sacked(&mut self, seq: u32) -> bool {
+        let s = self.get_mut(seq);
+        if s.has(SACKED) {
+            return false;
+        }
+        let (was_lost, was_retrans) = (s.has(LOST), s.has(RETRANS));
+        s.flags = (s.flags | SACKED) & !(LOST | RETRANS);
+        self.sacked_out += 1;
+        if was_lost {
+            self.lost_out -= 1;
+        }
+        if was_retrans {
+            self.retrans_out -= 1;
+        }
+        true
+    }
+
+    /// `tcp_mark_skb_lost()`: marks `seq` lost; returns true if it newly is.
+    pub fn mark_lost(&mut self, seq: u32) -> bool {
+        let s = self.get_mut(seq);
+        if s.has(SACKED) {
+            return false;
+        }
+        let (was_retrans, was_lost) = (s.has(RETRANS), s.has(LOST));
+        s.flags = (s.flags & !RETRANS) | LOST;
+        if was_retrans {
+            self.retrans_out -= 1;
+        }
+        if was_lost {
+            return was_retrans;
+        }
+        self.lost_out += 1;
+        true
+    }
+
+    /// Records a retransmission of `seq` at `tx_us`.
+    pub fn mark_retransmitted(&mut self, seq: u32, tx_us: u64, stamp: TxStamp) {
+        let s = self.get_mut(seq);
+        debug_assert!(!s.has(RETRANS));
+        s.flags |= RETRANS | EVER_RETRANS;
+        s.tx_us = tx_us;
+        s.stamp = stamp;
+        self.retrans_out += 1;
+    }
+
+    /// The first segment marked lost and not being retransmitted, at or
+    /// after `from`.
+    pub fn next_to_retransmit(&self, from: u32) -> Option<u32> {
+        let start = from.max(self.una);
+        (start..self.nxt()).find(|&s| {
+            let f = self.get(s).flags;
+            f & LOST != 0 && f & (RETRANS | SACKED) == 0
+        })
+    }
+
+    /// Segments in `[una, nxt)` with their index, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Seg)> {
+        self.segs.iter().enumerate().map(move |(i, s)| (self.una + i as u32, s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_follow_marks() {
+        let mut sb = Scoreboard::default();
+        for i in 0..10 {
+            sb.push(Seg { tx_us: i, ..Default::default() });
+        }
+        assert_eq!((sb.packets_out(), sb.in_flight()), (10, 10));
+        assert!(sb.mark_sacked(3));
+        assert!(!sb.mark_sacked(3));
+        assert!(sb.mark_lost(1));
+        assert!(!sb.mark_lost(3), "a SACKed segment is not lost");
+        assert_eq!(sb.in_flight(), 8);
+        assert_eq!(sb.next_to_retransmit(0), Some(1));
+        sb.mark_retransmitted(1, 100, TxStamp::default());
+        assert_eq!((sb.retrans_out, sb.in_flight()), (1, 9));
+        assert_eq!(sb.next_to_retransmit(0), None);
+        // The retransmission is lost too.
+        assert!(sb.mark_lost(1));
+        assert_eq!((sb.retrans_out, sb.lost_out), (0, 1));
+        sb.pop();
+        sb.pop();
+        assert_eq!((sb.una, sb.lost_out, sb.sacked_out), (2, 0, 1));
+    }
+}

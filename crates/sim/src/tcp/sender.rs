@@ -1,0 +1,859 @@
+//! The TCP sender: Linux's `tcp_write_xmit()`, `tcp_ack()` and timers,
+//! reduced to what congestion control sees, with the congestion-control
+//! algorithm called through its hooks in the kernel's order.
+//!
+//! Per ACK (`tcp_ack()`): SACK tagging and RACK, `in_ack_event`, cumulative
+//! ACK processing with RTT samples and `pkts_acked`, loss-recovery state
+//! changes (`ssthresh`, `set_state`), then cwnd: the algorithm's
+//! `cong_control`, or PRR while reducing, or `cong_avoid` when growth is
+//! allowed; then transmission. Timers share one slot as in Linux
+//! (`icsk_pending`): RTO, tail loss probe, or RACK reorder timeout.
+//!
+//! Segments are fixed-size; sequence numbers count segments internally and
+//! appear to the algorithm as bytes (`index * mss`), as in the kernel.
+
+use kleinrock_cc::ops::{NoTap, Tap, CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
+use kleinrock_cc::sock::{after, usecs_to_jiffies, TCP_INFINITE_SSTHRESH};
+use kleinrock_cc::{AckSample, Algorithm, CaEvent, CaState, CongestionControl, Hook, PacingStatus, RateSample, Sock};
+use kleinrock_trace::Recorder;
+
+use super::prr::Prr;
+use super::rack::Rack;
+use super::rate::RateSampler;
+use super::rtt::{RttEstimator, RTO_MAX_US, RTO_MIN_US};
+use super::scoreboard::{Scoreboard, Seg, EVER_RETRANS, LOST, RETRANS, SACKED};
+use crate::packet::{Ecn, Packet};
+use crate::time::{Time, SEC, US};
+
+/// Header bytes on a data segment or ACK: IPv4 20 + TCP 20 + timestamps 12.
+pub const HEADER_BYTES: u32 = 52;
+
+/// `FLAG_*` bits passed to `cong_control`.
+pub const FLAG_DATA_ACKED: u32 = 0x04;
+pub const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
+pub const FLAG_DATA_SACKED: u32 = 0x20;
+pub const FLAG_ECE: u32 = 0x40;
+
+/// How a sender is set up.
+#[derive(Clone, Debug)]
+pub struct SenderConfig {
+    /// Payload bytes per segment.
+    pub mss: u32,
+    pub init_cwnd: u32,
+    pub hz: u32,
+    /// Pace every flow at `sk_pacing_rate` (as the fq qdisc would), not only
+    /// those whose algorithm asks for pacing.
+    pub pace_all: bool,
+    /// Send ECN-capable segments.
+    pub ecn: bool,
+    /// Stop after this many segments (a transfer); `None`: bulk.
+    pub limit_segments: Option<u64>,
+    /// Receive window, segments.
+    pub rwnd_segments: u32,
+    /// Restart slow start after an idle period longer than the RTO.
+    pub slow_start_after_idle: bool,
+}
+
+/// Which timer holds the single timer slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerKind {
+    Retransmit,
+    LossProbe,
+    ReorderTimeout,
+}
+
+/// Counters for results.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    pub segments_sent: u64,
+    pub retransmits: u64,
+    pub rtos: u64,
+    pub tlps: u64,
+    pub recoveries: u64,
+    pub delivered: u64,
+}
+
+/// Where hook calls go: straight to the algorithm, or through a recorder.
+enum HookTap {
+    Plain,
+    Record(Box<Recorder>),
+}
+
+pub struct Sender {
+    pub flow: u32,
+    pub sk: Sock,
+    pub cc: Algorithm,
+    cfg: SenderConfig,
+    tap: HookTap,
+    pub sb: Scoreboard,
+    pub rtt: RttEstimator,
+    pub rate: RateSampler,
+    rack: Rack,
+    prr: Prr,
+    /// `high_seq` in segments.
+    high_seq: u32,
+    tlp_high_seq: Option<u32>,
+    tlp_retrans: bool,
+    /// Current RTO including backoff, µs.
+    rto_us: u64,
+    retransmits_in_row: u32,
+    timer: Option<(Time, TimerKind)>,
+    /// Earliest departure of the next segment (pacing), ns.
+    next_send: Time,
+    cwnd_usage_seq: u32,
+    pub min_rtt_us: u32,
+    ecn_cwr_pending: bool,
+    /// Segments newly marked lost while processing the current ACK.
+    rate_lost: u32,
+    /// Has every segment of a transfer been ACKed?
+    pub done_at: Option<Time>,
+    stopped: bool,
+    started: bool,
+    pub stats: SenderStats,
+    /// The RTT sample of the last ACK (for the flow's RTT distribution).
+    pub last_rtt_sample: Option<u32>,
+}
+
+impl Sender {
+    pub fn new(flow: u32, cc: Algorithm, cfg: SenderConfig, recorder: Option<Recorder>) -> Sender {
+        let mut sk = Sock::new(cfg.hz);
+        sk.mss_cache = cfg.mss;
+        sk.snd_cwnd = cfg.init_cwnd;
+        Sender {
+            flow,
+            sk,
+            cc,
+            tap: match recorder {
+                Some(r) => HookTap::Record(Box::new(r)),
+                None => HookTap::Plain,
+            },
+            sb: Scoreboard::default(),
+            rtt: RttEstimator::default(),
+            rate: RateSampler::default(),
+            rack: Rack::default(),
+            prr: Prr::default(),
+            high_seq: 0,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            rto_us: super::rtt::RTO_INIT_US,
+            retransmits_in_row: 0,
+            timer: None,
+            next_send: 0,
+            cwnd_usage_seq: 0,
+            min_rtt_us: u32::MAX,
+            ecn_cwr_pending: false,
+            rate_lost: 0,
+            done_at: None,
+            stopped: false,
+            started: false,
+            cfg,
+            stats: SenderStats::default(),
+            last_rtt_sample: None,
+        }
+    }
+
+    /// The recorder, if this sender records its hook calls.
+    pub fn take_recorder(&mut self) -> Option<Recorder> {
+        match std::mem::replace(&mut self.tap, HookTap::Plain) {
+            HookTap::Record(r) => Some(*r),
+            HookTap::Plain => None,
+        }
+    }
+
+    fn call(&mut self, hook: Hook) -> u32 {
+        match &mut self.tap {
+            HookTap::Plain => NoTap.call(&hook, &mut self.cc, &mut self.sk),
+            HookTap::Record(r) => r.call(&hook, &mut self.cc, &mut self.sk),
+        }
+    }
+
+    fn bytes(&self, seg: u32) -> u32 {
+        seg.wrapping_mul(self.cfg.mss)
+    }
+
+    /// Copies the scoreboard's view into the connection state the
+    /// algorithm reads, and sets both clocks to `now`.
+    fn sync(&mut self, now: Time) {
+        let (una, nxt, high) = (self.bytes(self.sb.una), self.bytes(self.sb.nxt()), self.bytes(self.high_seq));
+        let sk = &mut self.sk;
+        sk.set_clock(now / US);
+        sk.packets_out = self.sb.packets_out();
+        sk.sacked_out = self.sb.sacked_out;
+        sk.lost_out = self.sb.lost_out;
+        sk.retrans_out = self.sb.retrans_out;
+        sk.snd_una = una;
+        sk.snd_nxt = nxt;
+        sk.high_seq = high;
+        sk.srtt_us = self.rtt.srtt_us;
+        sk.min_rtt_us = self.min_rtt_us;
+        sk.delivered = self.rate.delivered;
+        sk.delivered_mstamp = self.rate.delivered_mstamp;
+        sk.app_limited = self.rate.app_limited;
+        sk.rate_app_limited = self.rate.rate_app_limited;
+    }
+
+    fn set_state(&mut self, s: CaState) {
+        self.call(Hook::SetState(s));
+        self.sk.icsk_ca_state = s;
+    }
+
+    fn paced(&self) -> bool {
+        self.cfg.pace_all || self.sk.pacing_status != PacingStatus::None
+    }
+
+    /// Starts the connection (after the handshake): init, then send.
+    pub fn start(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.started = true;
+        self.sync(now);
+        self.call(Hook::Init);
+        if self.cfg.pace_all && self.sk.pacing_status == PacingStatus::None {
+            self.sk.pacing_status = PacingStatus::Fq;
+        }
+        self.update_pacing_rate();
+        self.write_xmit(now, out);
+    }
+
+    /// Stops offering new data (a bulk flow's stop time).
+    pub fn stop(&mut self) {
+        self.stopped = true;
+    }
+
+    fn has_new_data(&self) -> bool {
+        !self.stopped
+            && self
+                .cfg
+                .limit_segments
+                .is_none_or(|n| (self.sb.nxt() as u64) < n)
+    }
+
+    /// The earliest time this sender needs to be woken: its timer, or the
+    /// pacing release of a segment it could send.
+    pub fn next_wakeup(&self) -> Option<Time> {
+        let t = self.timer.map(|(t, _)| t);
+        let pace = (self.next_send > 0 && self.can_send_something()).then_some(self.next_send);
+        match (t, pace) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn can_send_something(&self) -> bool {
+        let room = self.sb.in_flight() < self.sk.snd_cwnd;
+        room && (self.has_new_data() || self.sb.next_to_retransmit(self.sb.una).is_some())
+    }
+
+    fn jiffies_ns(&self, j: u64) -> Time {
+        j * SEC / self.cfg.hz as u64
+    }
+
+    fn set_timer(&mut self, now: Time, after_ns: Time, kind: TimerKind) {
+        self.timer = Some((now + after_ns, kind));
+    }
+
+    // ---- transmission -------------------------------------------------
+
+    /// `tcp_write_xmit()`: retransmissions first, then new data, while the
+    /// window (and the pacing clock) allows.
+    fn write_xmit(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let mut sent = 0u32;
+        let mut cwnd_limited = false;
+        loop {
+            if self.sb.in_flight() >= self.sk.snd_cwnd {
+                cwnd_limited = true;
+                break;
+            }
+            if self.paced() && now < self.next_send {
+                break;
+            }
+            match self.sb.next_to_retransmit(self.sb.una) {
+                Some(s) => self.retransmit(now, s, out),
+                None => {
+                    if !self.has_new_data() || self.sb.packets_out() >= self.cfg.rwnd_segments {
+                        break;
+                    }
+                    self.send_new(now, out);
+                }
+            }
+            sent += 1;
+            if self.paced() {
+                self.advance_pacing(now);
+            }
+        }
+        if sent > 0 && self.in_cwnd_reduction() {
+            self.prr.out += sent;
+        }
+        if sent > 0 || cwnd_limited {
+            self.cwnd_validate(cwnd_limited);
+        }
+        if sent > 0 {
+            self.schedule_loss_probe(now, false);
+        }
+        if !cwnd_limited && !self.has_new_data() && sent == 0 && self.sb.lost_out <= self.sb.retrans_out {
+            self.rate.mark_app_limited(self.sb.in_flight());
+        }
+    }
+
+    fn advance_pacing(&mut self, now: Time) {
+        let rate = self.sk.pacing_rate.max(1);
+        let len = (self.cfg.mss + HEADER_BYTES) as u128;
+        let gap = (len * SEC as u128 / rate as u128) as Time;
+        self.next_send = self.next_send.max(now) + gap;
+    }
+
+    fn packet(&self, seq: u32) -> Packet {
+        let mut p = Packet::data(self.flow, seq, self.cfg.mss + HEADER_BYTES);
+        if self.cfg.ecn {
+            p.ecn = Ecn::Ect;
+        }
+        p
+    }
+
+    fn send_new(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let now_us = now / US;
+        let prior_packets = self.sb.packets_out();
+        if self.sb.in_flight() == 0 {
+            self.restart_after_idle(now);
+        }
+        let stamp = self.rate.on_send(now_us, prior_packets);
+        let seq = self.sb.nxt();
+        self.sb.push(Seg { tx_us: now_us, stamp, flags: 0 });
+        let mut p = self.packet(seq);
+        if self.ecn_cwr_pending {
+            p.cwr = true;
+            self.ecn_cwr_pending = false;
+        }
+        out.push(p);
+        self.stats.segments_sent += 1;
+        self.sk.lsndtime = self.sk.jiffies;
+        // tcp_event_new_data_sent: arm the RTO when this is the only flight.
+        if prior_packets == 0 || matches!(self.timer, Some((_, TimerKind::LossProbe))) {
+            self.rearm_rto(now);
+        }
+    }
+
+    /// Sending from an empty pipe: `CA_EVENT_TX_START`, after restarting
+    /// slow start if idle for longer than an RTO (`tcp_cwnd_restart()`:
+    /// halve cwnd per RTO idle, not below the initial window).
+    fn restart_after_idle(&mut self, now: Time) {
+        self.sync(now);
+        let idle_j = self.sk.jiffies.wrapping_sub(self.sk.lsndtime) as i32;
+        let rto_j = usecs_to_jiffies(self.rto_us as u32, self.cfg.hz) as i32;
+        if self.cfg.slow_start_after_idle
+            && self.stats.segments_sent > 0
+            && !self.cc.has_cong_control()
+            && idle_j > rto_j
+        {
+            self.call(Hook::CwndEvent(CaEvent::CwndRestart));
+            let restart = self.cfg.init_cwnd.min(self.sk.snd_cwnd);
+            let mut delta = idle_j;
+            let mut cwnd = self.sk.snd_cwnd;
+            loop {
+                delta -= rto_j;
+                if delta <= 0 || cwnd <= restart {
+                    break;
+                }
+                cwnd >>= 1;
+            }
+            self.sk.snd_cwnd = cwnd.max(restart);
+            self.sk.snd_cwnd_stamp = self.sk.jiffies;
+        }
+        self.call(Hook::CwndEvent(CaEvent::TxStart));
+    }
+
+    fn retransmit(&mut self, now: Time, seq: u32, out: &mut Vec<Packet>) {
+        let now_us = now / US;
+        let stamp = self.rate.on_send(now_us, self.sb.packets_out());
+        self.sb.mark_retransmitted(seq, now_us, stamp);
+        out.push(self.packet(seq));
+        self.stats.segments_sent += 1;
+        self.stats.retransmits += 1;
+    }
+
+    /// `tcp_cwnd_validate()`: remember whether the last window was
+    /// cwnd-limited, and the largest flight otherwise.
+    fn cwnd_validate(&mut self, cwnd_limited: bool) {
+        let sk = &mut self.sk;
+        let nxt = self.sb.nxt();
+        if !(self.sb.una < self.cwnd_usage_seq)
+            || cwnd_limited
+            || (!sk.is_cwnd_limited && self.sb.packets_out() > sk.max_packets_out)
+        {
+            sk.is_cwnd_limited = cwnd_limited;
+            sk.max_packets_out = self.sb.packets_out();
+            self.cwnd_usage_seq = nxt;
+        }
+        if sk.is_cwnd_limited() {
+            sk.snd_cwnd_stamp = sk.jiffies;
+        }
+    }
+
+    // ---- timers ---------------------------------------------------------
+
+    /// `tcp_rearm_rto()`.
+    fn rearm_rto(&mut self, now: Time) {
+        if self.sb.packets_out() == 0 {
+            if matches!(self.timer, Some((_, TimerKind::Retransmit))) {
+                self.timer = None;
+            }
+            return;
+        }
+        let mut rto_us = self.rto_us;
+        if matches!(self.timer, Some((_, TimerKind::ReorderTimeout | TimerKind::LossProbe))) {
+            // Keep the RTO anchored at the head's transmission.
+            let head_tx = self.sb.get(self.sb.una).tx_us;
+            let delta = (head_tx + self.rto_us) as i64 - (now / US) as i64;
+            rto_us = delta.max(1) as u64;
+        }
+        let j = usecs_to_jiffies(rto_us.min(u32::MAX as u64) as u32, self.cfg.hz);
+        self.set_timer(now, self.jiffies_ns(j), TimerKind::Retransmit);
+    }
+
+    /// `tcp_schedule_loss_probe()`: probe a possible tail loss after about
+    /// two RTTs, when open and not waiting on a probe already.
+    fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool) -> bool {
+        if self.sb.packets_out() == 0
+            || !matches!(self.sk.icsk_ca_state, CaState::Open | CaState::Cwr)
+        {
+            return false;
+        }
+        let hz = self.cfg.hz;
+        let mut timeout_j = if self.rtt.srtt_us != 0 {
+            let base = usecs_to_jiffies(self.rtt.srtt_us >> 2, hz);
+            if self.sb.packets_out() == 1 {
+                base + usecs_to_jiffies(RTO_MIN_US, hz)
+            } else {
+                base + 2
+            }
+        } else {
+            usecs_to_jiffies(1_000_000, hz)
+        };
+        let rto_delta_us = if advancing_rto {
+            self.rto_us as i64
+        } else {
+            let head_tx = self.sb.get(self.sb.una).tx_us;
+            (head_tx + self.rto_us) as i64 - (now / US) as i64
+        };
+        if rto_delta_us > 0 {
+            timeout_j = timeout_j.min(usecs_to_jiffies(rto_delta_us.min(u32::MAX as i64) as u32, hz));
+        }
+        self.set_timer(now, self.jiffies_ns(timeout_j), TimerKind::LossProbe);
+        true
+    }
+
+    /// Called when the world's timer event for this flow fires.
+    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if let Some((at, kind)) = self.timer {
+            if at <= now {
+                self.timer = None;
+                self.sync(now);
+                match kind {
+                    TimerKind::Retransmit => self.on_rto(now, out),
+                    TimerKind::LossProbe => self.on_loss_probe(now, out),
+                    TimerKind::ReorderTimeout => self.on_reorder_timeout(now, out),
+                }
+                return;
+            }
+        }
+        if self.paced() && now >= self.next_send {
+            self.sync(now);
+            self.write_xmit(now, out);
+        }
+    }
+
+    /// `tcp_retransmit_timer()` and `tcp_enter_loss()`.
+    fn on_rto(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.sb.packets_out() == 0 {
+            return;
+        }
+        self.stats.rtos += 1;
+        let state = self.sk.icsk_ca_state;
+        let reduce = state <= CaState::Disorder
+            || !after(self.high_seq, self.sb.una)
+            || (state == CaState::Loss && self.retransmits_in_row == 0);
+        // Every segment not SACKed is presumed lost.
+        for seq in self.sb.una..self.sb.nxt() {
+            self.sb.mark_lost(seq);
+        }
+        self.sync(now);
+        if reduce {
+            self.sk.prior_cwnd = self.sk.snd_cwnd;
+            self.sk.snd_ssthresh = self.call(Hook::Ssthresh);
+            self.call(Hook::CwndEvent(CaEvent::Loss));
+        }
+        self.sk.snd_cwnd = self.sb.in_flight() + 1;
+        self.sk.snd_cwnd_cnt = 0;
+        self.sk.snd_cwnd_stamp = self.sk.jiffies;
+        self.set_state(CaState::Loss);
+        self.high_seq = self.sb.nxt();
+        self.tlp_high_seq = None;
+        if self.cfg.ecn {
+            self.ecn_cwr_pending = true;
+        }
+        // Retransmit the head now, back off, re-arm.
+        let head = self.sb.una;
+        if self.sb.get(head).has(LOST) && !self.sb.get(head).has(SACKED) {
+            self.retransmit(now, head, out);
+        }
+        self.retransmits_in_row += 1;
+        self.rto_us = (self.rto_us * 2).min(RTO_MAX_US);
+        let j = usecs_to_jiffies(self.rto_us as u32, self.cfg.hz);
+        self.set_timer(now, self.jiffies_ns(j), TimerKind::Retransmit);
+        self.write_xmit(now, out);
+    }
+
+    /// `tcp_send_loss_probe()`: new data if there is any, else the last
+    /// segment again.
+    fn on_loss_probe(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.tlp_high_seq.is_none() && self.sb.packets_out() > 0 {
+            self.tlp_retrans = false;
+            let probed = if self.has_new_data() && self.sb.packets_out() < self.cfg.rwnd_segments {
+                self.send_new(now, out);
+                true
+            } else {
+                let last = self.sb.nxt() - 1;
+                let s = *self.sb.get(last);
+                if !s.has(SACKED) && !s.has(RETRANS) {
+                    self.retransmit(now, last, out);
+                    self.tlp_retrans = true;
+                    true
+                } else {
+                    false
+                }
+            };
+            if probed {
+                self.stats.tlps += 1;
+                self.tlp_high_seq = Some(self.sb.nxt());
+                self.timer = None;
+            }
+        }
+        self.rearm_rto(now);
+    }
+
+    /// `tcp_rack_reo_timeout()`.
+    fn on_reorder_timeout(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let prior_lost = self.sb.lost_out;
+        self.rack_mark_lost(now);
+        if self.sb.lost_out > prior_lost
+            && matches!(self.sk.icsk_ca_state, CaState::Open | CaState::Disorder)
+        {
+            self.enter_recovery(false);
+        }
+        self.write_xmit(now, out);
+        if self.timer.is_none() {
+            self.rearm_rto(now);
+        }
+    }
+
+    /// `tcp_rack_mark_lost()`: scan if RACK advanced; arm the reorder timer
+    /// for segments not yet overdue.
+    fn rack_mark_lost(&mut self, now: Time) -> u32 {
+        if !self.rack.advanced {
+            return 0;
+        }
+        self.rack.advanced = false;
+        let in_recovery = self.sk.icsk_ca_state >= CaState::Recovery;
+        let reo = Rack::reo_wnd(in_recovery, self.sb.sacked_out, self.min_rtt_us, self.rtt.srtt_us);
+        let (timeout_us, marked) = self.rack.detect_loss(&mut self.sb, now / US, reo);
+        if timeout_us > 0 {
+            let j = usecs_to_jiffies(timeout_us, self.cfg.hz) + 2;
+            self.set_timer(now, self.jiffies_ns(j), TimerKind::ReorderTimeout);
+        }
+        self.rate_lost += marked;
+        marked
+    }
+
+    // ---- ACK processing ---------------------------------------------------
+
+    fn in_cwnd_reduction(&self) -> bool {
+        matches!(self.sk.icsk_ca_state, CaState::Cwr | CaState::Recovery)
+    }
+
+    /// `tcp_init_cwnd_reduction()`.
+    fn init_cwnd_reduction(&mut self) {
+        self.high_seq = self.sb.nxt();
+        self.tlp_high_seq = None;
+        self.sk.snd_cwnd_cnt = 0;
+        self.sk.prior_cwnd = self.sk.snd_cwnd;
+        self.prr = Prr::default();
+        self.sync_seq();
+        self.sk.snd_ssthresh = self.call(Hook::Ssthresh);
+        if self.cfg.ecn {
+            self.ecn_cwr_pending = true;
+        }
+    }
+
+    fn sync_seq(&mut self) {
+        self.sk.high_seq = self.bytes(self.high_seq);
+    }
+
+    /// `tcp_end_cwnd_reduction()`.
+    fn end_cwnd_reduction(&mut self) {
+        if self.cc.has_cong_control() {
+            return;
+        }
+        if self.sk.snd_ssthresh < TCP_INFINITE_SSTHRESH {
+            self.sk.snd_cwnd = self.sk.snd_ssthresh;
+            self.sk.snd_cwnd_stamp = self.sk.jiffies;
+        }
+        self.call(Hook::CwndEvent(CaEvent::CompleteCwr));
+    }
+
+    /// `tcp_enter_recovery()`.
+    fn enter_recovery(&mut self, ece_ack: bool) {
+        let _ = ece_ack;
+        if !self.in_cwnd_reduction() {
+            self.init_cwnd_reduction();
+        }
+        self.stats.recoveries += 1;
+        self.set_state(CaState::Recovery);
+    }
+
+    /// Processes one ACK.
+    pub fn on_ack(&mut self, now: Time, ack: &Packet, out: &mut Vec<Packet>) {
+        if !self.started {
+            return;
+        }
+        let now_us = now / US;
+        self.sync(now);
+        let cum = ack.seq;
+        if cum < self.sb.una || cum > self.sb.nxt() {
+            return; // old or impossible
+        }
+        let prior_una = self.sb.una;
+        let prior_delivered = self.rate.delivered;
+        self.rate_lost = 0;
+        let mut rs = RateSample {
+            rtt_us: -1,
+            ..RateSample::default()
+        };
+        let mut flag = 0u32;
+        let mut ack_rtt: Option<u32> = None;
+        let mut sack_rtt: Option<u32> = None;
+
+        // SACK tagging.
+        for &(start, end) in ack.sack_blocks() {
+            if ack.dsack {
+                continue;
+            }
+            for seq in start.max(self.sb.una)..end.min(self.sb.nxt()) {
+                if self.sb.get(seq).has(SACKED) {
+                    continue;
+                }
+                let mut s = *self.sb.get(seq);
+                let retrans = s.has(EVER_RETRANS);
+                self.sb.mark_sacked(seq);
+                self.rate.delivered += 1;
+                self.rate.on_delivered(&mut rs, &mut s.stamp, s.tx_us, seq + 1, retrans, true);
+                self.sb.get_mut(seq).stamp = s.stamp;
+                self.rack.advance(now_us, s.tx_us, seq + 1, s.has(RETRANS) || retrans, self.min_rtt_us);
+                if !retrans {
+                    sack_rtt = Some(now_us.saturating_sub(s.tx_us) as u32);
+                }
+                flag |= FLAG_DATA_SACKED;
+            }
+        }
+        let ece = ack.ece && self.cfg.ecn;
+        let mut ev = if cum > prior_una { CA_ACK_WIN_UPDATE } else { 0 };
+        if ack.nsack > 0 || cum == prior_una || ece {
+            ev = CA_ACK_SLOWPATH;
+            if ece {
+                ev |= CA_ACK_ECE;
+                flag |= FLAG_ECE;
+            }
+        }
+        self.sync(now);
+        self.call(Hook::InAckEvent(ev));
+
+        // Cumulative ACK: tcp_clean_rtx_queue().
+        let mut acked_pkts = 0u32;
+        let mut any_retrans_acked = false;
+        let mut first_ackt = None;
+        while self.sb.una < cum {
+            let seq = self.sb.una;
+            let mut s = self.sb.pop();
+            acked_pkts += 1;
+            if s.has(EVER_RETRANS) {
+                any_retrans_acked = true;
+            } else {
+                first_ackt.get_or_insert(s.tx_us);
+                ack_rtt = Some(now_us.saturating_sub(s.tx_us) as u32);
+            }
+            if !s.has(SACKED) {
+                let ever = s.has(EVER_RETRANS);
+                self.rate.delivered += 1;
+                self.rate.on_delivered(&mut rs, &mut s.stamp, s.tx_us, seq + 1, ever, false);
+                self.rack.advance(now_us, s.tx_us, seq + 1, ever, self.min_rtt_us);
+            }
+        }
+        if cum > prior_una {
+            flag |= FLAG_SND_UNA_ADVANCED | FLAG_DATA_ACKED;
+            self.retransmits_in_row = 0;
+        }
+        // RTT: the oldest newly ACKed never-retransmitted segment (Karn),
+        // else a SACKed one.
+        let seq_rtt = if any_retrans_acked {
+            None
+        } else {
+            first_ackt.map(|t| now_us.saturating_sub(t) as u32)
+        };
+        let ca_rtt = if sack_rtt.is_some() { sack_rtt } else if any_retrans_acked { None } else { ack_rtt };
+        if let Some(m) = seq_rtt.or(sack_rtt) {
+            self.rtt.sample(m, self.bytes(self.sb.una), self.bytes(self.sb.nxt()));
+            self.rto_us = self.rtt.rto_us();
+        }
+        if let Some(c) = ca_rtt {
+            self.min_rtt_us = self.min_rtt_us.min(c.max(1));
+            rs.rtt_us = c as i64;
+            self.last_rtt_sample = Some(c);
+        }
+        let delivered = self.rate.delivered - prior_delivered;
+        if acked_pkts > 0 || delivered > 0 {
+            self.sync(now);
+            let sample = AckSample {
+                pkts_acked: delivered,
+                rtt_us: ca_rtt.map_or(-1, |r| r as i32),
+                in_flight: self.sb.in_flight() + delivered,
+            };
+            self.call(Hook::PktsAcked(sample));
+        }
+        if cum > prior_una {
+            // tcp_set_xmit_timer(): a TLP, else the RTO, from now.
+            if !self.schedule_loss_probe(now, true) {
+                self.rearm_rto(now);
+            }
+        }
+        if self.sb.packets_out() == 0 {
+            self.timer = None;
+        }
+
+        self.process_tlp_ack(cum, ack.dsack, flag);
+        self.fastretrans_alert(now, prior_una, flag, ece);
+
+        self.stats.delivered += delivered as u64;
+        self.sync(now);
+        self.rate.generate(&mut rs, now_us, delivered, self.rate_lost, self.min_rtt_us.min(u32::MAX));
+        self.cong_control(cum, flag, delivered, &rs);
+        if self.cfg.limit_segments.is_some_and(|n| self.sb.una as u64 >= n) && self.done_at.is_none() {
+            self.done_at = Some(now);
+            self.timer = None;
+        }
+        self.write_xmit(now, out);
+    }
+
+    /// `tcp_process_tlp_ack()`: a probe that repaired a loss reduces cwnd.
+    fn process_tlp_ack(&mut self, cum: u32, dsack: bool, flag: u32) {
+        let Some(high) = self.tlp_high_seq else { return };
+        if cum < high {
+            return;
+        }
+        self.tlp_high_seq = None;
+        if self.tlp_retrans && dsack {
+            return; // the original arrived too: no loss
+        }
+        if flag & (FLAG_SND_UNA_ADVANCED | FLAG_DATA_SACKED) != 0 && self.tlp_retrans {
+            self.init_cwnd_reduction();
+            self.set_state(CaState::Cwr);
+            self.end_cwnd_reduction();
+            self.set_state(CaState::Open);
+        }
+    }
+
+    /// `tcp_fastretrans_alert()`, reduced to RACK-based detection.
+    fn fastretrans_alert(&mut self, now: Time, prior_una: u32, flag: u32, ece: bool) {
+        let _ = prior_una;
+        // State exits: high_seq fully ACKed.
+        if self.sk.icsk_ca_state != CaState::Open && !(self.sb.una < self.high_seq) {
+            match self.sk.icsk_ca_state {
+                CaState::Cwr if self.sb.una != self.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_state(CaState::Open);
+                }
+                CaState::Recovery => {
+                    self.set_state(CaState::Open);
+                    self.end_cwnd_reduction();
+                }
+                CaState::Loss => {
+                    self.set_state(CaState::Open);
+                }
+                _ => {}
+            }
+        }
+        if ece && matches!(self.sk.icsk_ca_state, CaState::Open | CaState::Disorder) {
+            // tcp_enter_cwr(): one reduction per window of ECN echoes.
+            self.init_cwnd_reduction();
+            self.set_state(CaState::Cwr);
+        }
+        self.rack_mark_lost(now);
+        match self.sk.icsk_ca_state {
+            CaState::Open | CaState::Disorder => {
+                if self.sb.lost_out > 0 {
+                    self.enter_recovery(ece);
+                } else {
+                    let want = if self.sb.sacked_out > 0 || self.sb.retrans_out > 0 {
+                        CaState::Disorder
+                    } else {
+                        CaState::Open
+                    };
+                    if want != self.sk.icsk_ca_state {
+                        self.set_state(want);
+                    }
+                }
+            }
+            CaState::Cwr => {
+                if self.sb.lost_out > 0 {
+                    self.enter_recovery(ece);
+                }
+            }
+            _ => {}
+        }
+        let _ = flag;
+    }
+
+    /// `tcp_cong_control()`.
+    fn cong_control(&mut self, cum: u32, flag: u32, delivered: u32, rs: &RateSample) {
+        let ack = self.bytes(cum);
+        if self.cc.has_cong_control() {
+            self.call(Hook::CongControl {
+                ack,
+                flag,
+                rs: *rs,
+            });
+        } else if self.in_cwnd_reduction() {
+            let in_flight = self.sb.in_flight();
+            let lost = rs.losses.max(0) as u32;
+            if let Some(c) = self.prr.cwnd(
+                self.sk.snd_ssthresh,
+                self.sk.prior_cwnd,
+                in_flight,
+                delivered,
+                lost,
+                flag & FLAG_SND_UNA_ADVANCED != 0,
+            ) {
+                self.sk.snd_cwnd = c;
+            }
+        } else if flag & (FLAG_DATA_ACKED | FLAG_DATA_SACKED) != 0 && delivered > 0 {
+            self.call(Hook::CongAvoid {
+                ack,
+                acked: delivered,
+            });
+        }
+        self.update_pacing_rate();
+    }
+
+    /// `tcp_update_pacing_rate()`: 200% of cwnd/srtt in slow start, 120%
+    /// after (the kernel's default ratios), unless the algorithm paces
+    /// itself.
+    fn update_pacing_rate(&mut self) {
+        if self.cc.has_cong_control() {
+            return;
+        }
+        let sk = &mut self.sk;
+        let ratio: u64 = if sk.snd_cwnd < sk.snd_ssthresh / 2 { 200 } else { 120 };
+        let mut rate = sk.mss_cache as u64 * ((1_000_000 / 100) << 3) * ratio;
+        rate = rate.saturating_mul(sk.snd_cwnd.max(sk.packets_out) as u64);
+        if self.rtt.srtt_us != 0 {
+            rate /= self.rtt.srtt_us as u64;
+        }
+        sk.pacing_rate = rate.min(sk.max_pacing_rate);
+    }
+}

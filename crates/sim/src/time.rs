@@ -1,0 +1,31 @@
+//! Simulated time: nanoseconds since the start of the run, in a `u64`
+//! (enough for 584 years).
+
+/// A point in simulated time, or a duration, in nanoseconds.
+pub type Time = u64;
+
+pub const US: Time = 1_000;
+pub const MS: Time = 1_000_000;
+pub const SEC: Time = 1_000_000_000;
+
+/// Time to serialize `bytes` at `rate_bps`, rounded up to a nanosecond.
+pub fn serialization(bytes: u32, rate_bps: u64) -> Time {
+    ((bytes as u128 * 8 * SEC as u128).div_ceil(rate_bps.max(1) as u128)) as Time
+}
+
+/// Nanoseconds to microseconds, the unit of the TCP stack's clock.
+pub fn to_us(t: Time) -> u64 {
+    t / US
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_1500_byte_packet_at_10_mbit_takes_1_2_ms() {
+        assert_eq!(serialization(1500, 10_000_000), 1_200_000);
+        assert_eq!(serialization(1500, 1_000_000_000), 12_000);
+        assert_eq!(serialization(1, 3), 2_666_666_667);
+    }
+}

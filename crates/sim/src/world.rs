@@ -1,0 +1,368 @@
+//! The simulated world: a dumbbell of two bottleneck links (left to right,
+//! "up", and right to left, "down"), flows whose data and ACKs cross them,
+//! per-flow propagation pipes, and the event loop that drives it all.
+//!
+//! A flow's base RTT is split evenly between its two pipes (data after the
+//! data-direction bottleneck, ACKs after the other). Hosts and access links
+//! are ideal (no delay, no queue): the bottlenecks are where the queues are.
+
+use std::path::PathBuf;
+
+use kleinrock_cc::rand::SplitMix64;
+use kleinrock_cc::{Algorithm, CaState};
+use kleinrock_trace::Recorder;
+
+use crate::event::{Event, EventQueue};
+use crate::link::{Link, LinkStats, Pipe};
+use crate::loss::LossModel;
+use crate::packet::{Kind, Packet};
+use crate::queue::{Fifo, Limit};
+use crate::results::{FlowSample, FlowSummary, Histogram, QueueSample, Results};
+use crate::tcp::receiver::Receiver;
+use crate::tcp::sender::{Sender, SenderConfig, HEADER_BYTES};
+use crate::time::{Time, SEC};
+
+/// One bottleneck direction.
+#[derive(Clone, Debug)]
+pub struct LinkConfig {
+    pub rate_bps: u64,
+    pub limit: Limit,
+    /// Step-mark ECN-capable packets at this many queued packets.
+    pub mark_at: Option<u32>,
+    pub loss: LossModel,
+}
+
+/// One TCP flow.
+#[derive(Clone, Debug)]
+pub struct FlowConfig {
+    pub cc: Algorithm,
+    pub rtt: Time,
+    pub start: Time,
+    pub stop: Option<Time>,
+    /// Data left to right (upload) or right to left (download).
+    pub upload: bool,
+    /// A transfer of this many segments; `None`: bulk.
+    pub size_segments: Option<u64>,
+    /// Record the flow's hook calls here.
+    pub trace: Option<PathBuf>,
+}
+
+/// Everything a run needs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub duration: Time,
+    pub seed: u64,
+    pub sample_interval: Time,
+    pub hz: u32,
+    pub mss: u32,
+    pub init_cwnd: u32,
+    pub rwnd_segments: u32,
+    pub pace_all: bool,
+    pub ecn: bool,
+    pub slow_start_after_idle: bool,
+    /// [up, down].
+    pub links: [LinkConfig; 2],
+    pub flows: Vec<FlowConfig>,
+}
+
+struct Flow {
+    sender: Sender,
+    receiver: Receiver,
+    /// Index of the link the data crosses.
+    data_link: usize,
+    stop: Option<Time>,
+    wake_at: Option<Time>,
+    rtt_hist: Histogram,
+    last_delivered: u64,
+}
+
+/// A run in progress.
+pub struct Sim {
+    now: Time,
+    events: EventQueue,
+    rng: SplitMix64,
+    links: [Link; 2],
+    /// Two per flow: `2 * flow` carries data, `2 * flow + 1` ACKs.
+    pipes: Vec<Pipe>,
+    flows: Vec<Flow>,
+    scratch: Vec<Packet>,
+    cfg: Config,
+    results: Results,
+    last_link_stats: [LinkStats; 2],
+    pub events_processed: u64,
+}
+
+impl Sim {
+    /// Builds the world. Fails only if a trace file cannot be created.
+    pub fn new(cfg: Config) -> std::io::Result<Sim> {
+        let links = [0, 1].map(|i| {
+            let l = &cfg.links[i];
+            Link::new(l.rate_bps, Fifo::new(l.limit, l.mark_at), l.loss.clone())
+        });
+        let mut flows = Vec::with_capacity(cfg.flows.len());
+        let mut pipes = Vec::with_capacity(cfg.flows.len() * 2);
+        let mut events = EventQueue::new();
+        for (i, f) in cfg.flows.iter().enumerate() {
+            let recorder = match &f.trace {
+                Some(path) => Some(Recorder::create(path, &f.cc)?),
+                None => None,
+            };
+            let scfg = SenderConfig {
+                mss: cfg.mss,
+                init_cwnd: cfg.init_cwnd,
+                hz: cfg.hz,
+                pace_all: cfg.pace_all,
+                ecn: cfg.ecn,
+                limit_segments: f.size_segments,
+                rwnd_segments: cfg.rwnd_segments,
+                slow_start_after_idle: cfg.slow_start_after_idle,
+            };
+            flows.push(Flow {
+                sender: Sender::new(i as u32, f.cc.clone(), scfg, recorder),
+                receiver: Receiver::new(i as u32),
+                data_link: if f.upload { 0 } else { 1 },
+                stop: f.stop,
+                wake_at: None,
+                rtt_hist: Histogram::default(),
+                last_delivered: 0,
+            });
+            pipes.push(Pipe::new(f.rtt / 2));
+            pipes.push(Pipe::new(f.rtt - f.rtt / 2));
+            events.schedule(f.start, Event::FlowStart(i as u32));
+            if let Some(stop) = f.stop {
+                events.schedule(stop, Event::FlowStop(i as u32));
+            }
+        }
+        events.schedule(cfg.sample_interval, Event::Sample);
+        Ok(Sim {
+            now: 0,
+            events,
+            rng: SplitMix64::new(cfg.seed),
+            links,
+            pipes,
+            flows,
+            scratch: Vec::with_capacity(64),
+            results: Results::new(&cfg),
+            last_link_stats: [LinkStats::default(); 2],
+            cfg,
+            events_processed: 0,
+        })
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Runs to the end; `progress` is called with the fraction done about
+    /// every 1% of simulated time.
+    pub fn run(mut self, progress: &mut dyn FnMut(f64)) -> std::io::Result<Results> {
+        let end = self.cfg.duration;
+        let step = (end / 100).max(1);
+        let mut next_report = step;
+        while let Some((t, ev)) = self.events.pop() {
+            if t > end {
+                break;
+            }
+            self.now = t;
+            self.events_processed += 1;
+            self.dispatch(ev);
+            if t >= next_report {
+                progress(t as f64 / end as f64);
+                next_report = t + step;
+            }
+        }
+        self.now = end;
+        self.finish()
+    }
+
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::LinkTxDone(l) => self.link_done(l as usize),
+            Event::PipeArrival(p) => self.pipe_arrival(p as usize),
+            Event::FlowTimer(f) => self.flow_timer(f as usize),
+            Event::FlowStart(f) => {
+                let now = self.now;
+                let fl = &mut self.flows[f as usize];
+                fl.sender.start(now, &mut self.scratch);
+                self.flush(f as usize, true);
+            }
+            Event::FlowStop(f) => self.flows[f as usize].sender.stop(),
+            Event::Sample => self.sample(),
+        }
+    }
+
+    /// Sends what a flow's sender (`from_sender`) or receiver put in the
+    /// scratch buffer onto the right link, and re-arms the flow's timer.
+    fn flush(&mut self, f: usize, from_sender: bool) {
+        let link = if from_sender {
+            self.flows[f].data_link
+        } else {
+            1 - self.flows[f].data_link
+        };
+        for i in 0..self.scratch.len() {
+            let p = self.scratch[i];
+            if let Some(done) = self.links[link].arrive(self.now, p) {
+                self.events.schedule(done, Event::LinkTxDone(link as u16));
+            }
+        }
+        self.scratch.clear();
+        self.arm_flow(f);
+    }
+
+    fn arm_flow(&mut self, f: usize) {
+        let fl = &mut self.flows[f];
+        let want = match (fl.sender.next_wakeup(), fl.receiver.delack_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(t) = want {
+            let t = t.max(self.now);
+            if fl.wake_at.is_none_or(|w| t < w || w < self.now) {
+                fl.wake_at = Some(t);
+                self.events.schedule(t, Event::FlowTimer(f as u32));
+            }
+        }
+    }
+
+    fn flow_timer(&mut self, f: usize) {
+        let now = self.now;
+        let fl = &mut self.flows[f];
+        if fl.wake_at == Some(now) {
+            fl.wake_at = None;
+        }
+        fl.receiver.on_timer(now, &mut self.scratch);
+        if !self.scratch.is_empty() {
+            self.flush(f, false);
+        }
+        self.flows[f].sender.on_timer(now, &mut self.scratch);
+        self.flush(f, true);
+    }
+
+    fn link_done(&mut self, l: usize) {
+        let (p, next) = self.links[l].complete(self.now, &mut self.rng);
+        if let Some(done) = next {
+            self.events.schedule(done, Event::LinkTxDone(l as u16));
+        }
+        if let Some(p) = p {
+            let pipe = 2 * p.flow as usize + usize::from(p.kind == Kind::Ack);
+            if let Some(at) = self.pipes[pipe].push(self.now, p) {
+                self.events.schedule(at, Event::PipeArrival(pipe as u32));
+            }
+        }
+    }
+
+    fn pipe_arrival(&mut self, pipe: usize) {
+        while let Some(p) = self.pipes[pipe].pop(self.now) {
+            let f = p.flow as usize;
+            match p.kind {
+                Kind::Data => {
+                    self.flows[f].receiver.on_data(self.now, &p, &mut self.scratch);
+                    self.flush(f, false);
+                }
+                Kind::Ack => {
+                    let fl = &mut self.flows[f];
+                    fl.sender.on_ack(self.now, &p, &mut self.scratch);
+                    if let Some(r) = fl.sender.last_rtt_sample.take() {
+                        fl.rtt_hist.add(r);
+                    }
+                    self.flush(f, true);
+                }
+            }
+        }
+        if let Some(at) = self.pipes[pipe].head_time() {
+            self.events.schedule(at, Event::PipeArrival(pipe as u32));
+        }
+    }
+
+    fn sample(&mut self) {
+        let now = self.now;
+        let interval = self.cfg.sample_interval;
+        for (i, fl) in self.flows.iter_mut().enumerate() {
+            let s = &fl.sender;
+            let delivered = fl.receiver.delivered;
+            let bytes = (delivered - fl.last_delivered) * self.cfg.mss as u64;
+            fl.last_delivered = delivered;
+            self.results.flow_series.push(FlowSample {
+                t: now as f64 / SEC as f64,
+                flow: i as u32,
+                goodput_bps: bytes as f64 * 8.0 * SEC as f64 / interval as f64,
+                cwnd: s.sk.snd_cwnd,
+                ssthresh: s.sk.snd_ssthresh,
+                srtt_us: s.rtt.srtt_us >> 3,
+                min_rtt_us: if s.min_rtt_us == u32::MAX { 0 } else { s.min_rtt_us },
+                inflight: s.sb.in_flight(),
+                pacing_rate_bps: s.sk.pacing_rate.saturating_mul(8),
+                retransmits: s.stats.retransmits,
+                ca_state: ca_state_name(s.sk.icsk_ca_state),
+            });
+        }
+        for (l, link) in self.links.iter().enumerate() {
+            let (pkts, bytes) = link.backlog();
+            let st = link.stats;
+            let last = self.last_link_stats[l];
+            self.results.queue_series.push(QueueSample {
+                t: now as f64 / SEC as f64,
+                link: if l == 0 { "up" } else { "down" },
+                packets: pkts as u32,
+                bytes,
+                delay_us: bytes * 8 * 1_000_000 / link.rate_bps.max(1),
+                drops: (st.queue_drops - last.queue_drops) + (st.loss_drops - last.loss_drops),
+                marks: st.marks - last.marks,
+            });
+            self.last_link_stats[l] = st;
+        }
+        self.events.schedule(now + interval, Event::Sample);
+    }
+
+    fn finish(mut self) -> std::io::Result<Results> {
+        for (i, fl) in self.flows.iter_mut().enumerate() {
+            let cfg = &self.cfg.flows[i];
+            let start = cfg.start;
+            let end = fl.stop.unwrap_or(self.cfg.duration).min(self.cfg.duration);
+            let active = end.saturating_sub(start).max(1);
+            let bytes = fl.receiver.delivered * self.cfg.mss as u64;
+            let s = &fl.sender;
+            self.results.flows.push(FlowSummary {
+                flow: i as u32,
+                cc: cfg.cc.spec(),
+                direction: if cfg.upload { "upload" } else { "download" },
+                rtt_ms: cfg.rtt as f64 / 1e6,
+                goodput_bps: bytes as f64 * 8.0 * SEC as f64 / active as f64,
+                bytes,
+                segments_sent: s.stats.segments_sent,
+                retransmits: s.stats.retransmits,
+                rtos: s.stats.rtos,
+                tlps: s.stats.tlps,
+                recoveries: s.stats.recoveries,
+                rtt_p50_ms: fl.rtt_hist.quantile(0.50) as f64 / 1000.0,
+                rtt_p95_ms: fl.rtt_hist.quantile(0.95) as f64 / 1000.0,
+                rtt_p99_ms: fl.rtt_hist.quantile(0.99) as f64 / 1000.0,
+                completion_s: s
+                    .done_at
+                    .map(|t| (t - start) as f64 / SEC as f64),
+            });
+            if let Some(r) = fl.sender.take_recorder() {
+                r.finish()?;
+            }
+        }
+        for (l, link) in self.links.iter().enumerate() {
+            self.results.links[l] = link.stats;
+        }
+        self.results.events = self.events_processed;
+        Ok(self.results)
+    }
+}
+
+fn ca_state_name(s: CaState) -> &'static str {
+    s.name()
+}
+
+/// Bytes of a data packet on the wire.
+pub fn data_packet_bytes(mss: u32) -> u32 {
+    mss + HEADER_BYTES
+}
+
+/// The bandwidth-delay product in data packets.
+pub fn bdp_packets(rate_bps: u64, rtt: Time, mss: u32) -> u64 {
+    (rate_bps as u128 * rtt as u128 / (SEC as u128 * 8 * data_packet_bytes(mss) as u128)) as u64
+}
