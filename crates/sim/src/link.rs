@@ -69,9 +69,10 @@ impl Link {
     /// took it, and when the next transmission completes.
     pub fn complete(&mut self, now: Time, rng: &mut SplitMix64) -> (Option<Packet>, Option<Time>) {
         let p = self.in_service.take().expect("a packet in service");
+        let index = self.stats.tx_packets;
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += p.bytes as u64;
-        let delivered = if self.loss.drop(rng) {
+        let delivered = if self.loss.drop(rng, index) {
             self.stats.loss_drops += 1;
             None
         } else {
@@ -86,31 +87,47 @@ impl Link {
     }
 }
 
-/// A fixed propagation delay: packets leave in the order they entered.
+/// A propagation delay, optionally with up to `jitter` of random extra
+/// delay per packet. Packets leave in the order they entered: a packet is
+/// never released before the one ahead of it.
+///
+/// The jitter breaks the phase effects of a perfectly deterministic
+/// network (Floyd and Jacobson, "On Traffic Phase Effects in
+/// Packet-Switched Gateways", 1992): without it, identical flows on a
+/// drop-tail queue can lock into patterns where one always loses.
 #[derive(Debug)]
 pub struct Pipe {
     pub delay: Time,
+    pub jitter: Time,
+    last: Time,
     q: VecDeque<(Time, Packet)>,
 }
 
 impl Pipe {
-    pub fn new(delay: Time) -> Pipe {
+    pub fn new(delay: Time, jitter: Time) -> Pipe {
         Pipe {
             delay,
+            jitter,
+            last: 0,
             q: VecDeque::with_capacity(64),
         }
     }
 
     /// Puts a packet in; returns its arrival time if it is now the head
     /// (the caller schedules the arrival event).
-    pub fn push(&mut self, now: Time, p: Packet) -> Option<Time> {
-        let at = now + self.delay;
+    pub fn push(&mut self, now: Time, p: Packet, rng: &mut SplitMix64) -> Option<Time> {
+        let extra = if self.jitter > 0 {
+            rng.next_u64() % (self.jitter + 1)
+        } else {
+            0
+        };
+        let at = (now + self.delay + extra).max(self.last);
+        self.last = at;
         self.q.push_back((at, p));
         (self.q.len() == 1).then_some(at)
     }
 
-    /// Takes the head if it has arrived; also returns when the next one
-    /// arrives.
+    /// Takes the head if it has arrived.
     pub fn pop(&mut self, now: Time) -> Option<Packet> {
         match self.q.front() {
             Some(&(at, _)) if at <= now => self.q.pop_front().map(|(_, p)| p),

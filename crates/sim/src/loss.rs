@@ -8,7 +8,9 @@ use kleinrock_cc::rand::SplitMix64;
 pub enum LossModel {
     None,
     /// Each packet is lost independently with probability `ppm`/10^6.
-    Bernoulli { ppm: u32 },
+    Bernoulli {
+        ppm: u32,
+    },
     /// Two states: Good loses with `loss_good_ppm`, Bad with `loss_bad_ppm`;
     /// each packet first moves Good to Bad with `p_ppm`, Bad to Good with
     /// `r_ppm`. Mean burst length is 1/r packets.
@@ -19,13 +21,17 @@ pub enum LossModel {
         loss_bad_ppm: u32,
         bad: bool,
     },
+    /// Exactly these packets, counted from 0 in the order the link sent
+    /// them (for tests and for reproducing a specific loss pattern).
+    Indices(Vec<u64>),
 }
 
 impl LossModel {
-    /// Does this packet get lost?
-    pub fn drop(&mut self, rng: &mut SplitMix64) -> bool {
+    /// Does the link's `index`-th packet get lost?
+    pub fn drop(&mut self, rng: &mut SplitMix64, index: u64) -> bool {
         match self {
             LossModel::None => false,
+            LossModel::Indices(list) => list.binary_search(&index).is_ok(),
             LossModel::Bernoulli { ppm } => rng.chance_ppm(*ppm),
             LossModel::GilbertElliott {
                 p_ppm,
@@ -52,7 +58,7 @@ mod tests {
     fn bernoulli_rate_and_gilbert_elliott_bursts() {
         let mut rng = SplitMix64::new(3);
         let mut b = LossModel::Bernoulli { ppm: 20_000 };
-        let lost = (0..100_000).filter(|_| b.drop(&mut rng)).count();
+        let lost = (0..100_000).filter(|_| b.drop(&mut rng, 0)).count();
         assert!((1_800..2_200).contains(&lost), "{lost}");
 
         // Same average loss (p/(p+r) = 2% in Bad, all lost there), in bursts
@@ -64,7 +70,7 @@ mod tests {
             loss_bad_ppm: 1_000_000,
             bad: false,
         };
-        let seq: Vec<bool> = (0..200_000).map(|_| ge.drop(&mut rng)).collect();
+        let seq: Vec<bool> = (0..200_000).map(|_| ge.drop(&mut rng, 0)).collect();
         let lost = seq.iter().filter(|&&l| l).count();
         let bursts = seq.windows(2).filter(|w| !w[0] && w[1]).count();
         assert!((3_400..4_600).contains(&lost), "{lost}");

@@ -119,7 +119,15 @@ mod tests {
         let mut p = Packet::data(0, 0, 1500);
         p.ecn = Ecn::Ect;
         let v: Vec<_> = (0..4).map(|_| f.enqueue(0, p)).collect();
-        assert_eq!(v, [Verdict::Queued, Verdict::Queued, Verdict::Marked, Verdict::Marked]);
+        assert_eq!(
+            v,
+            [
+                Verdict::Queued,
+                Verdict::Queued,
+                Verdict::Marked,
+                Verdict::Marked
+            ]
+        );
         assert_eq!(f.dequeue().unwrap().ecn, Ecn::Ect);
         f.dequeue();
         assert_eq!(f.dequeue().unwrap().ecn, Ecn::Ce);
@@ -128,6 +136,8 @@ mod tests {
         for _ in 0..3 {
             f.enqueue(0, q);
         }
-        assert!(std::iter::from_fn(|| f.dequeue()).skip(1).all(|p| p.ecn == Ecn::NotEct));
+        assert!(std::iter::from_fn(|| f.dequeue())
+            .skip(1)
+            .all(|p| p.ecn == Ecn::NotEct));
     }
 }

@@ -70,6 +70,8 @@ pub struct FlowSample {
     pub min_rtt_us: u32,
     pub inflight: u32,
     pub pacing_rate_bps: u64,
+    /// The rate sampler's latest delivery rate (payload), bits/s.
+    pub delivery_rate_bps: f64,
     pub retransmits: u64,
     pub ca_state: &'static str,
 }
@@ -199,19 +201,34 @@ impl Results {
         std::fs::create_dir_all(dir)?;
         std::fs::write(dir.join("results.json"), self.to_json())?;
         let mut f = io::BufWriter::new(std::fs::File::create(dir.join("flows.csv"))?);
-        writeln!(f, "t,flow,goodput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,retransmits,ca_state")?;
+        writeln!(f, "t,flow,goodput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,delivery_rate_bps,retransmits,ca_state")?;
         for s in &self.flow_series {
             writeln!(
                 f,
-                "{:.6},{},{:.0},{},{},{},{},{},{},{},{}",
-                s.t, s.flow, s.goodput_bps, s.cwnd, s.ssthresh, s.srtt_us, s.min_rtt_us, s.inflight, s.pacing_rate_bps, s.retransmits, s.ca_state
+                "{:.6},{},{:.0},{},{},{},{},{},{},{:.0},{},{}",
+                s.t,
+                s.flow,
+                s.goodput_bps,
+                s.cwnd,
+                s.ssthresh,
+                s.srtt_us,
+                s.min_rtt_us,
+                s.inflight,
+                s.pacing_rate_bps,
+                s.delivery_rate_bps,
+                s.retransmits,
+                s.ca_state
             )?;
         }
         f.flush()?;
         let mut q = io::BufWriter::new(std::fs::File::create(dir.join("queues.csv"))?);
         writeln!(q, "t,link,packets,bytes,delay_us,drops,marks")?;
         for s in &self.queue_series {
-            writeln!(q, "{:.6},{},{},{},{},{},{}", s.t, s.link, s.packets, s.bytes, s.delay_us, s.drops, s.marks)?;
+            writeln!(
+                q,
+                "{:.6},{},{},{},{},{},{}",
+                s.t, s.link, s.packets, s.bytes, s.delay_us, s.drops, s.marks
+            )?;
         }
         q.flush()?;
         let mut s = io::BufWriter::new(std::fs::File::create(dir.join("summary.csv"))?);
@@ -252,13 +269,18 @@ impl Results {
                 "{:>4} {:<28} {:>6} {:>7.2} Mb/s {:>8} {:>5} {:>6.1} ms {:>6.1} ms {:>9}",
                 f.flow,
                 f.cc,
-                if f.direction == "upload" { "up" } else { "down" },
+                if f.direction == "upload" {
+                    "up"
+                } else {
+                    "down"
+                },
                 f.goodput_bps / 1e6,
                 f.retransmits,
                 f.rtos,
                 f.rtt_p50_ms,
                 f.rtt_p95_ms,
-                f.completion_s.map_or("-".to_string(), |c| format!("{c:.3} s"))
+                f.completion_s
+                    .map_or("-".to_string(), |c| format!("{c:.3} s"))
             );
         }
         let up = self.links[0];

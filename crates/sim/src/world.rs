@@ -60,6 +60,9 @@ pub struct Config {
     pub pace_all: bool,
     pub ecn: bool,
     pub slow_start_after_idle: bool,
+    /// Up to this much random extra delay per data packet after the
+    /// bottleneck (see [`Pipe`]); 0 for a perfectly periodic network.
+    pub jitter: Time,
     /// [up, down].
     pub links: [LinkConfig; 2],
     pub flows: Vec<FlowConfig>,
@@ -126,8 +129,8 @@ impl Sim {
                 rtt_hist: Histogram::default(),
                 last_delivered: 0,
             });
-            pipes.push(Pipe::new(f.rtt / 2));
-            pipes.push(Pipe::new(f.rtt - f.rtt / 2));
+            pipes.push(Pipe::new(f.rtt / 2, cfg.jitter));
+            pipes.push(Pipe::new(f.rtt - f.rtt / 2, 0));
             events.schedule(f.start, Event::FlowStart(i as u32));
             if let Some(stop) = f.stop {
                 events.schedule(stop, Event::FlowStop(i as u32));
@@ -245,7 +248,7 @@ impl Sim {
         }
         if let Some(p) = p {
             let pipe = 2 * p.flow as usize + usize::from(p.kind == Kind::Ack);
-            if let Some(at) = self.pipes[pipe].push(self.now, p) {
+            if let Some(at) = self.pipes[pipe].push(self.now, p, &mut self.rng) {
                 self.events.schedule(at, Event::PipeArrival(pipe as u32));
             }
         }
@@ -256,7 +259,9 @@ impl Sim {
             let f = p.flow as usize;
             match p.kind {
                 Kind::Data => {
-                    self.flows[f].receiver.on_data(self.now, &p, &mut self.scratch);
+                    self.flows[f]
+                        .receiver
+                        .on_data(self.now, &p, &mut self.scratch);
                     self.flush(f, false);
                 }
                 Kind::Ack => {
@@ -289,9 +294,19 @@ impl Sim {
                 cwnd: s.sk.snd_cwnd,
                 ssthresh: s.sk.snd_ssthresh,
                 srtt_us: s.rtt.srtt_us >> 3,
-                min_rtt_us: if s.min_rtt_us == u32::MAX { 0 } else { s.min_rtt_us },
+                min_rtt_us: if s.min_rtt_us == u32::MAX {
+                    0
+                } else {
+                    s.min_rtt_us
+                },
                 inflight: s.sb.in_flight(),
                 pacing_rate_bps: s.sk.pacing_rate.saturating_mul(8),
+                delivery_rate_bps: if s.rate.rate_interval_us == 0 {
+                    0.0
+                } else {
+                    s.rate.rate_delivered as f64 * self.cfg.mss as f64 * 8e6
+                        / s.rate.rate_interval_us as f64
+                },
                 retransmits: s.stats.retransmits,
                 ca_state: ca_state_name(s.sk.icsk_ca_state),
             });
@@ -337,9 +352,7 @@ impl Sim {
                 rtt_p50_ms: fl.rtt_hist.quantile(0.50) as f64 / 1000.0,
                 rtt_p95_ms: fl.rtt_hist.quantile(0.95) as f64 / 1000.0,
                 rtt_p99_ms: fl.rtt_hist.quantile(0.99) as f64 / 1000.0,
-                completion_s: s
-                    .done_at
-                    .map(|t| (t - start) as f64 / SEC as f64),
+                completion_s: s.done_at.map(|t| (t - start) as f64 / SEC as f64),
             });
             if let Some(r) = fl.sender.take_recorder() {
                 r.finish()?;

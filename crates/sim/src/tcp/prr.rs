@@ -77,8 +77,10 @@ mod tests {
 
     #[test]
     fn below_ssthresh_grows_back_like_slow_start() {
-        let mut p = Prr::default();
-        p.out = 3;
+        let mut p = Prr {
+            out: 3,
+            ..Default::default()
+        };
         // inflight 4 < ssthresh 10: send delivered-out, at least newly
         // delivered, +1 on una advance: min(delta 6, max(5-3, 5) + 1) = 6.
         assert_eq!(p.cwnd(10, 20, 4, 5, 0, true), Some(10));

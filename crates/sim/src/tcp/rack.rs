@@ -33,7 +33,14 @@ fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
 impl Rack {
     /// `tcp_rack_advance()`: a segment sent at `tx_us` ending at `end_seq`
     /// was delivered at `now_us`.
-    pub fn advance(&mut self, now_us: u64, tx_us: u64, end_seq: u32, retrans: bool, min_rtt_us: u32) {
+    pub fn advance(
+        &mut self,
+        now_us: u64,
+        tx_us: u64,
+        end_seq: u32,
+        retrans: bool,
+        min_rtt_us: u32,
+    ) {
         let rtt = now_us.saturating_sub(tx_us) as u32;
         // A retransmission ACKed faster than the minimum RTT was probably
         // the original's ACK: ambiguous, ignore it.
@@ -98,7 +105,10 @@ mod tests {
     fn board(n: u32) -> Scoreboard {
         let mut sb = Scoreboard::default();
         for i in 0..n {
-            sb.push(Seg { tx_us: 1000 + i as u64 * 10, ..Default::default() });
+            sb.push(Seg {
+                tx_us: 1000 + i as u64 * 10,
+                ..Default::default()
+            });
         }
         sb
     }

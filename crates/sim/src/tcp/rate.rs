@@ -86,7 +86,14 @@ impl RateSampler {
 
     /// `tcp_rate_gen()`: finish the ACK's sample. `delivered` and `lost`
     /// are the segments newly delivered and newly marked lost by this ACK.
-    pub fn generate(&mut self, rs: &mut RateSample, now_us: u64, delivered: u32, lost: u32, min_rtt_us: u32) {
+    pub fn generate(
+        &mut self,
+        rs: &mut RateSample,
+        now_us: u64,
+        delivered: u32,
+        lost: u32,
+        min_rtt_us: u32,
+    ) {
         if self.app_limited != 0 && after(self.delivered, self.app_limited) {
             self.app_limited = 0;
         }
@@ -164,8 +171,10 @@ mod tests {
 
     #[test]
     fn app_limited_bubble_marks_samples_until_delivered() {
-        let mut s = RateSampler::default();
-        s.delivered = 50;
+        let mut s = RateSampler {
+            delivered: 50,
+            ..Default::default()
+        };
         s.mark_app_limited(10);
         assert_eq!(s.app_limited, 60);
         let st = s.on_send(0, 0);

@@ -145,7 +145,10 @@ impl Scoreboard {
 
     /// Segments in `[una, nxt)` with their index, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &Seg)> {
-        self.segs.iter().enumerate().map(move |(i, s)| (self.una + i as u32, s))
+        self.segs
+            .iter()
+            .enumerate()
+            .map(move |(i, s)| (self.una + i as u32, s))
     }
 }
 
@@ -157,7 +160,10 @@ mod tests {
     fn counts_follow_marks() {
         let mut sb = Scoreboard::default();
         for i in 0..10 {
-            sb.push(Seg { tx_us: i, ..Default::default() });
+            sb.push(Seg {
+                tx_us: i,
+                ..Default::default()
+            });
         }
         assert_eq!((sb.packets_out(), sb.in_flight()), (10, 10));
         assert!(sb.mark_sacked(3));

@@ -14,7 +14,9 @@
 
 use kleinrock_cc::ops::{NoTap, Tap, CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
 use kleinrock_cc::sock::{after, usecs_to_jiffies, TCP_INFINITE_SSTHRESH};
-use kleinrock_cc::{AckSample, Algorithm, CaEvent, CaState, CongestionControl, Hook, PacingStatus, RateSample, Sock};
+use kleinrock_cc::{
+    AckSample, Algorithm, CaEvent, CaState, CongestionControl, Hook, PacingStatus, RateSample, Sock,
+};
 use kleinrock_trace::Recorder;
 
 use super::prr::Prr;
@@ -174,7 +176,11 @@ impl Sender {
     /// Copies the scoreboard's view into the connection state the
     /// algorithm reads, and sets both clocks to `now`.
     fn sync(&mut self, now: Time) {
-        let (una, nxt, high) = (self.bytes(self.sb.una), self.bytes(self.sb.nxt()), self.bytes(self.high_seq));
+        let (una, nxt, high) = (
+            self.bytes(self.sb.una),
+            self.bytes(self.sb.nxt()),
+            self.bytes(self.high_seq),
+        );
         let sk = &mut self.sk;
         sk.set_clock(now / US);
         sk.packets_out = self.sb.packets_out();
@@ -288,7 +294,11 @@ impl Sender {
         if sent > 0 {
             self.schedule_loss_probe(now, false);
         }
-        if !cwnd_limited && !self.has_new_data() && sent == 0 && self.sb.lost_out <= self.sb.retrans_out {
+        if !cwnd_limited
+            && !self.has_new_data()
+            && sent == 0
+            && self.sb.lost_out <= self.sb.retrans_out
+        {
             self.rate.mark_app_limited(self.sb.in_flight());
         }
     }
@@ -316,7 +326,11 @@ impl Sender {
         }
         let stamp = self.rate.on_send(now_us, prior_packets);
         let seq = self.sb.nxt();
-        self.sb.push(Seg { tx_us: now_us, stamp, flags: 0 });
+        self.sb.push(Seg {
+            tx_us: now_us,
+            stamp,
+            flags: 0,
+        });
         let mut p = self.packet(seq);
         if self.ecn_cwr_pending {
             p.cwr = true;
@@ -374,7 +388,7 @@ impl Sender {
     fn cwnd_validate(&mut self, cwnd_limited: bool) {
         let sk = &mut self.sk;
         let nxt = self.sb.nxt();
-        if !(self.sb.una < self.cwnd_usage_seq)
+        if self.sb.una >= self.cwnd_usage_seq
             || cwnd_limited
             || (!sk.is_cwnd_limited && self.sb.packets_out() > sk.max_packets_out)
         {
@@ -398,7 +412,10 @@ impl Sender {
             return;
         }
         let mut rto_us = self.rto_us;
-        if matches!(self.timer, Some((_, TimerKind::ReorderTimeout | TimerKind::LossProbe))) {
+        if matches!(
+            self.timer,
+            Some((_, TimerKind::ReorderTimeout | TimerKind::LossProbe))
+        ) {
             // Keep the RTO anchored at the head's transmission.
             let head_tx = self.sb.get(self.sb.una).tx_us;
             let delta = (head_tx + self.rto_us) as i64 - (now / US) as i64;
@@ -434,7 +451,10 @@ impl Sender {
             (head_tx + self.rto_us) as i64 - (now / US) as i64
         };
         if rto_delta_us > 0 {
-            timeout_j = timeout_j.min(usecs_to_jiffies(rto_delta_us.min(u32::MAX as i64) as u32, hz));
+            timeout_j = timeout_j.min(usecs_to_jiffies(
+                rto_delta_us.min(u32::MAX as i64) as u32,
+                hz,
+            ));
         }
         self.set_timer(now, self.jiffies_ns(timeout_j), TimerKind::LossProbe);
         true
@@ -552,7 +572,12 @@ impl Sender {
         }
         self.rack.advanced = false;
         let in_recovery = self.sk.icsk_ca_state >= CaState::Recovery;
-        let reo = Rack::reo_wnd(in_recovery, self.sb.sacked_out, self.min_rtt_us, self.rtt.srtt_us);
+        let reo = Rack::reo_wnd(
+            in_recovery,
+            self.sb.sacked_out,
+            self.min_rtt_us,
+            self.rtt.srtt_us,
+        );
         let (timeout_us, marked) = self.rack.detect_loss(&mut self.sb, now / US, reo);
         if timeout_us > 0 {
             let j = usecs_to_jiffies(timeout_us, self.cfg.hz) + 2;
@@ -643,9 +668,16 @@ impl Sender {
                 let retrans = s.has(EVER_RETRANS);
                 self.sb.mark_sacked(seq);
                 self.rate.delivered += 1;
-                self.rate.on_delivered(&mut rs, &mut s.stamp, s.tx_us, seq + 1, retrans, true);
+                self.rate
+                    .on_delivered(&mut rs, &mut s.stamp, s.tx_us, seq + 1, retrans, true);
                 self.sb.get_mut(seq).stamp = s.stamp;
-                self.rack.advance(now_us, s.tx_us, seq + 1, s.has(RETRANS) || retrans, self.min_rtt_us);
+                self.rack.advance(
+                    now_us,
+                    s.tx_us,
+                    seq + 1,
+                    s.has(RETRANS) || retrans,
+                    self.min_rtt_us,
+                );
                 if !retrans {
                     sack_rtt = Some(now_us.saturating_sub(s.tx_us) as u32);
                 }
@@ -653,7 +685,11 @@ impl Sender {
             }
         }
         let ece = ack.ece && self.cfg.ecn;
-        let mut ev = if cum > prior_una { CA_ACK_WIN_UPDATE } else { 0 };
+        let mut ev = if cum > prior_una {
+            CA_ACK_WIN_UPDATE
+        } else {
+            0
+        };
         if ack.nsack > 0 || cum == prior_una || ece {
             ev = CA_ACK_SLOWPATH;
             if ece {
@@ -681,8 +717,10 @@ impl Sender {
             if !s.has(SACKED) {
                 let ever = s.has(EVER_RETRANS);
                 self.rate.delivered += 1;
-                self.rate.on_delivered(&mut rs, &mut s.stamp, s.tx_us, seq + 1, ever, false);
-                self.rack.advance(now_us, s.tx_us, seq + 1, ever, self.min_rtt_us);
+                self.rate
+                    .on_delivered(&mut rs, &mut s.stamp, s.tx_us, seq + 1, ever, false);
+                self.rack
+                    .advance(now_us, s.tx_us, seq + 1, ever, self.min_rtt_us);
             }
         }
         if cum > prior_una {
@@ -696,9 +734,16 @@ impl Sender {
         } else {
             first_ackt.map(|t| now_us.saturating_sub(t) as u32)
         };
-        let ca_rtt = if sack_rtt.is_some() { sack_rtt } else if any_retrans_acked { None } else { ack_rtt };
+        let ca_rtt = if sack_rtt.is_some() {
+            sack_rtt
+        } else if any_retrans_acked {
+            None
+        } else {
+            ack_rtt
+        };
         if let Some(m) = seq_rtt.or(sack_rtt) {
-            self.rtt.sample(m, self.bytes(self.sb.una), self.bytes(self.sb.nxt()));
+            self.rtt
+                .sample(m, self.bytes(self.sb.una), self.bytes(self.sb.nxt()));
             self.rto_us = self.rtt.rto_us();
         }
         if let Some(c) = ca_rtt {
@@ -731,9 +776,15 @@ impl Sender {
 
         self.stats.delivered += delivered as u64;
         self.sync(now);
-        self.rate.generate(&mut rs, now_us, delivered, self.rate_lost, self.min_rtt_us.min(u32::MAX));
+        self.rate
+            .generate(&mut rs, now_us, delivered, self.rate_lost, self.min_rtt_us);
         self.cong_control(cum, flag, delivered, &rs);
-        if self.cfg.limit_segments.is_some_and(|n| self.sb.una as u64 >= n) && self.done_at.is_none() {
+        if self
+            .cfg
+            .limit_segments
+            .is_some_and(|n| self.sb.una as u64 >= n)
+            && self.done_at.is_none()
+        {
             self.done_at = Some(now);
             self.timer = None;
         }
@@ -742,7 +793,9 @@ impl Sender {
 
     /// `tcp_process_tlp_ack()`: a probe that repaired a loss reduces cwnd.
     fn process_tlp_ack(&mut self, cum: u32, dsack: bool, flag: u32) {
-        let Some(high) = self.tlp_high_seq else { return };
+        let Some(high) = self.tlp_high_seq else {
+            return;
+        };
         if cum < high {
             return;
         }
@@ -762,7 +815,7 @@ impl Sender {
     fn fastretrans_alert(&mut self, now: Time, prior_una: u32, flag: u32, ece: bool) {
         let _ = prior_una;
         // State exits: high_seq fully ACKed.
-        if self.sk.icsk_ca_state != CaState::Open && !(self.sb.una < self.high_seq) {
+        if self.sk.icsk_ca_state != CaState::Open && self.sb.una >= self.high_seq {
             match self.sk.icsk_ca_state {
                 CaState::Cwr if self.sb.una != self.high_seq => {
                     self.end_cwnd_reduction();
@@ -799,11 +852,7 @@ impl Sender {
                     }
                 }
             }
-            CaState::Cwr => {
-                if self.sb.lost_out > 0 {
-                    self.enter_recovery(ece);
-                }
-            }
+            CaState::Cwr if self.sb.lost_out > 0 => self.enter_recovery(ece),
             _ => {}
         }
         let _ = flag;
@@ -813,11 +862,7 @@ impl Sender {
     fn cong_control(&mut self, cum: u32, flag: u32, delivered: u32, rs: &RateSample) {
         let ack = self.bytes(cum);
         if self.cc.has_cong_control() {
-            self.call(Hook::CongControl {
-                ack,
-                flag,
-                rs: *rs,
-            });
+            self.call(Hook::CongControl { ack, flag, rs: *rs });
         } else if self.in_cwnd_reduction() {
             let in_flight = self.sb.in_flight();
             let lost = rs.losses.max(0) as u32;
@@ -848,7 +893,11 @@ impl Sender {
             return;
         }
         let sk = &mut self.sk;
-        let ratio: u64 = if sk.snd_cwnd < sk.snd_ssthresh / 2 { 200 } else { 120 };
+        let ratio: u64 = if sk.snd_cwnd < sk.snd_ssthresh / 2 {
+            200
+        } else {
+            120
+        };
         let mut rate = sk.mss_cache as u64 * ((1_000_000 / 100) << 3) * ratio;
         rate = rate.saturating_mul(sk.snd_cwnd.max(sk.packets_out) as u64);
         if self.rtt.srtt_us != 0 {
