@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod algorithms;
 mod model;
 mod replay;
+mod sim;
 
 /// Congestion control you can measure and deploy.
 #[derive(Parser)]
@@ -21,6 +22,8 @@ enum Command {
     /// Drive algorithms over a modelled bottleneck (a round-trip-at-a-time
     /// ACK clock) and compare what they deliver.
     Model(model::Args),
+    /// Run scenario files in the packet-level simulator.
+    Sim(sim::Args),
     /// Replay a hook trace into an algorithm and report the first row whose
     /// outputs differ. Exit status 0 only when no row diverges.
     Replay(replay::Args),
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Model(a) => model::run(a),
         Command::Replay(a) => replay::run(a),
+        Command::Sim(a) => sim::run(a),
         Command::Algorithms => {
             algorithms::print();
             Ok(ExitCode::SUCCESS)

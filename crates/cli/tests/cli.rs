@@ -180,3 +180,35 @@ fn algorithms_lists_names_and_parameters() {
     assert!(out.contains("reno (also: newreno)"), "{out}");
     assert!(out.contains("friendly=linux|eq4|newreno|off"), "{out}");
 }
+
+#[test]
+fn sim_runs_a_scenario_and_writes_results() {
+    let dir = tmpdir("sim");
+    let scenario = dir.join("s.toml");
+    fs::write(
+        &scenario,
+        "duration = \"5s\"\n[link]\nrate = \"10Mbit\"\nqueue = 84\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n[[flow]]\ncc = \"cubic\"\nrtt = \"40ms\"\ndirection = \"download\"\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = kleinrock(&["sim", scenario.to_str().unwrap(), "--out", out.to_str().unwrap(), "--seeds", "1,2"]);
+    let (stdout, err) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{err}");
+    assert!(stdout.contains("== s-seed1") && stdout.contains("== s-seed2"), "{stdout}");
+    for f in ["results.json", "flows.csv", "queues.csv", "summary.csv"] {
+        assert!(out.join("s-seed1").join(f).exists(), "{f}");
+    }
+    let flows = fs::read_to_string(out.join("s-seed2").join("flows.csv")).unwrap();
+    assert!(flows.starts_with("t,flow,goodput_bps,cwnd"));
+    assert_eq!(flows.lines().count(), 1 + 2 * 50);
+}
+
+#[test]
+fn sim_errors_name_the_file_line_and_key() {
+    let dir = tmpdir("simbad");
+    let scenario = dir.join("bad.toml");
+    fs::write(&scenario, "duration = \"5s\"\n[link]\nrate = \"fast\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n").unwrap();
+    let e = one_error(&["sim", scenario.to_str().unwrap()]);
+    assert!(e.contains("bad.toml line 3: `rate` = \"fast\" is not a positive rate"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+}

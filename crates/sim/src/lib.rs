@@ -19,6 +19,7 @@ pub mod loss;
 pub mod packet;
 pub mod queue;
 pub mod results;
+pub mod scenario;
 pub mod tcp;
 pub mod time;
 pub mod world;

@@ -37,6 +37,9 @@ pub struct Scoreboard {
     pub sacked_out: u32,
     pub lost_out: u32,
     pub retrans_out: u32,
+    /// No segment below this needs retransmitting (Linux's
+    /// `retransmit_skb_hint`): keeps the search amortised O(1).
+    rtx_hint: u32,
 }
 
 impl Scoreboard {
@@ -75,6 +78,7 @@ impl Scoreboard {
     pub fn pop(&mut self) -> Seg {
         let s = self.segs.pop_front().expect("pop below snd_nxt");
         self.una += 1;
+        self.rtx_hint = self.rtx_hint.max(self.una);
         if s.has(SACKED) {
             self.sacked_out -= 1;
         }
@@ -116,6 +120,7 @@ impl Scoreboard {
         if was_retrans {
             self.retrans_out -= 1;
         }
+        self.rtx_hint = self.rtx_hint.min(seq);
         if was_lost {
             return was_retrans;
         }
@@ -133,14 +138,23 @@ impl Scoreboard {
         self.retrans_out += 1;
     }
 
-    /// The first segment marked lost and not being retransmitted, at or
-    /// after `from`.
-    pub fn next_to_retransmit(&self, from: u32) -> Option<u32> {
-        let start = from.max(self.una);
-        (start..self.nxt()).find(|&s| {
+    /// The first segment marked lost and not being retransmitted.
+    pub fn next_to_retransmit(&mut self) -> Option<u32> {
+        if self.lost_out == 0 {
+            return None;
+        }
+        let start = self.rtx_hint.max(self.una);
+        let found = (start..self.nxt()).find(|&s| {
             let f = self.get(s).flags;
             f & LOST != 0 && f & (RETRANS | SACKED) == 0
-        })
+        });
+        self.rtx_hint = found.unwrap_or(self.nxt());
+        found
+    }
+
+    /// Is any segment waiting to be retransmitted?
+    pub fn has_lost(&self) -> bool {
+        self.lost_out > 0
     }
 
     /// Segments in `[una, nxt)` with their index, oldest first.
@@ -171,10 +185,10 @@ mod tests {
         assert!(sb.mark_lost(1));
         assert!(!sb.mark_lost(3), "a SACKed segment is not lost");
         assert_eq!(sb.in_flight(), 8);
-        assert_eq!(sb.next_to_retransmit(0), Some(1));
+        assert_eq!(sb.next_to_retransmit(), Some(1));
         sb.mark_retransmitted(1, 100, TxStamp::default());
         assert_eq!((sb.retrans_out, sb.in_flight()), (1, 9));
-        assert_eq!(sb.next_to_retransmit(0), None);
+        assert_eq!(sb.next_to_retransmit(), None);
         // The retransmission is lost too.
         assert!(sb.mark_lost(1));
         assert_eq!((sb.retrans_out, sb.lost_out), (0, 1));

@@ -245,7 +245,7 @@ impl Sender {
 
     fn can_send_something(&self) -> bool {
         let room = self.sb.in_flight() < self.sk.snd_cwnd;
-        room && (self.has_new_data() || self.sb.next_to_retransmit(self.sb.una).is_some())
+        room && (self.has_new_data() || self.sb.has_lost())
     }
 
     fn jiffies_ns(&self, j: u64) -> Time {
@@ -271,7 +271,7 @@ impl Sender {
             if self.paced() && now < self.next_send {
                 break;
             }
-            match self.sb.next_to_retransmit(self.sb.una) {
+            match self.sb.next_to_retransmit() {
                 Some(s) => self.retransmit(now, s, out),
                 None => {
                     if !self.has_new_data() || self.sb.packets_out() >= self.cfg.rwnd_segments {

@@ -1,0 +1,569 @@
+//! Scenario files (TOML, docs/SCENARIOS.md) into a [`Config`].
+//!
+//! Every value a person writes is checked, and a bad one is reported in one
+//! sentence naming the file, the line, the key and what would be valid.
+
+use std::path::{Path, PathBuf};
+
+use kleinrock_cc::Algorithm;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::loss::LossModel;
+use crate::queue::Limit;
+use crate::time::{serialization, Time, MS, SEC, US};
+use crate::world::{bdp_packets, data_packet_bytes, Config, FlowConfig, LinkConfig};
+
+/// A scenario that could not be read, as one sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError(pub String);
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+type S<T> = Spanned<T>;
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: Option<String>,
+    duration: S<String>,
+    seed: Option<S<i64>>,
+    sample_interval: Option<S<String>>,
+    #[serde(default)]
+    tcp: Tcp,
+    link: LinkSection,
+    #[serde(default)]
+    flow: Vec<FlowSection>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct Tcp {
+    mss: Option<S<i64>>,
+    init_cwnd: Option<S<i64>>,
+    hz: Option<S<i64>>,
+    rwnd: Option<S<String>>,
+    ecn: Option<bool>,
+    pace_all: Option<bool>,
+    slow_start_after_idle: Option<bool>,
+}
+
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields)]
+struct LinkDir {
+    rate: Option<S<String>>,
+    queue: Option<S<toml::Value>>,
+    loss: Option<S<toml::Value>>,
+    ecn_mark_at: Option<S<i64>>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct LinkSection {
+    rate: Option<S<String>>,
+    queue: Option<S<toml::Value>>,
+    loss: Option<S<toml::Value>>,
+    ecn_mark_at: Option<S<i64>>,
+    jitter: Option<S<String>>,
+    up: Option<LinkDir>,
+    down: Option<LinkDir>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct FlowSection {
+    cc: S<String>,
+    rtt: S<String>,
+    start: Option<S<String>>,
+    stop: Option<S<String>>,
+    direction: Option<S<String>>,
+    size: Option<S<String>>,
+    count: Option<S<i64>>,
+    stagger: Option<S<String>>,
+    trace: Option<String>,
+}
+
+/// Parses durations: `40ms`, `1.5s`, `200us`, `2min`.
+pub fn parse_duration(s: &str) -> Option<Time> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.trim().parse().ok()?;
+    let mult = match unit.trim() {
+        "ns" => 1.0,
+        "us" => US as f64,
+        "ms" => MS as f64,
+        "s" => SEC as f64,
+        "min" => 60.0 * SEC as f64,
+        _ => return None,
+    };
+    (v.is_finite() && v >= 0.0).then(|| (v * mult).round() as Time)
+}
+
+/// Parses rates: `100Mbit`, `1.5Gbit`, `64kbit`, `128kbit/s`, `10Mbps`.
+pub fn parse_rate(s: &str) -> Option<u64> {
+    let s = s.trim().trim_end_matches("/s");
+    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.trim().parse().ok()?;
+    let mult = match unit.trim() {
+        "bit" | "bps" => 1.0,
+        "kbit" | "Kbit" | "kbps" => 1e3,
+        "Mbit" | "mbit" | "Mbps" => 1e6,
+        "Gbit" | "gbit" | "Gbps" => 1e9,
+        _ => return None,
+    };
+    let r = v * mult;
+    (r.is_finite() && r >= 1.0).then_some(r.round() as u64)
+}
+
+/// Parses sizes in bytes: `1500B`, `64KB`, `30MB`, `1GB` (powers of 1000)
+/// and `KiB`/`MiB`/`GiB`.
+pub fn parse_bytes(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.trim().parse().ok()?;
+    let mult = match unit.trim() {
+        "B" => 1.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let b = v * mult;
+    (b.is_finite() && b >= 1.0).then_some(b.round() as u64)
+}
+
+/// Parses a probability written as a percentage: `1%`, `0.01%`.
+pub fn parse_percent_ppm(s: &str) -> Option<u32> {
+    let v: f64 = s.trim().strip_suffix('%')?.trim().parse().ok()?;
+    (0.0..=100.0).contains(&v).then(|| (v * 10_000.0).round() as u32)
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn line(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())].matches('\n').count() + 1
+    }
+
+    fn err<T>(&self, span: std::ops::Range<usize>, msg: String) -> Result<T, ScenarioError> {
+        Err(ScenarioError(format!("{} line {}: {msg}", self.file, self.line(span.start))))
+    }
+
+    fn duration(&self, v: &S<String>, key: &str) -> Result<Time, ScenarioError> {
+        match parse_duration(v.get_ref()) {
+            Some(t) => Ok(t),
+            None => self.err(
+                v.span(),
+                format!("`{key}` = \"{}\" is not a duration; write e.g. \"40ms\", \"1.5s\" or \"200us\"", v.get_ref()),
+            ),
+        }
+    }
+
+    fn positive_duration(&self, v: &S<String>, key: &str) -> Result<Time, ScenarioError> {
+        let t = self.duration(v, key)?;
+        if t == 0 {
+            return self.err(v.span(), format!("`{key}` must be longer than zero"));
+        }
+        Ok(t)
+    }
+
+    fn int(&self, v: &S<i64>, key: &str, lo: i64, hi: i64) -> Result<i64, ScenarioError> {
+        let x = *v.get_ref();
+        if x < lo || x > hi {
+            return self.err(v.span(), format!("`{key}` = {x} is out of range; it must be from {lo} to {hi}"));
+        }
+        Ok(x)
+    }
+}
+
+/// Reads a scenario file.
+pub fn load(path: &Path) -> Result<Config, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ScenarioError(format!("cannot read scenario {}: {e}", path.display()))
+    })?;
+    parse(&text, &path.display().to_string(), path.parent())
+}
+
+/// Parses scenario text; `file` names it in errors, `dir` resolves relative
+/// trace paths.
+pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, ScenarioError> {
+    let cx = Ctx { file, text };
+    let f: File = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(1, |s| cx.line(s.start));
+        let msg = e
+            .message()
+            .replace("unknown field", "unknown key")
+            .replace("missing field", "missing key");
+        ScenarioError(format!("{file} line {line}: {msg}"))
+    })?;
+    let _ = &f.name;
+
+    let duration = cx.positive_duration(&f.duration, "duration")?;
+    let seed = match &f.seed {
+        Some(s) => cx.int(s, "seed", 0, i64::MAX)? as u64,
+        None => 1,
+    };
+    let sample_interval = match &f.sample_interval {
+        Some(s) => cx.positive_duration(s, "sample_interval")?,
+        None => 100 * MS,
+    };
+
+    let t = &f.tcp;
+    let mss = match &t.mss {
+        Some(v) => cx.int(v, "mss", 64, 65_483)? as u32,
+        None => 1448,
+    };
+    let init_cwnd = match &t.init_cwnd {
+        Some(v) => cx.int(v, "init_cwnd", 1, 1_000_000)? as u32,
+        None => 10,
+    };
+    let hz = match &t.hz {
+        Some(v) => cx.int(v, "hz", 1, 1_000_000)? as u32,
+        None => 250,
+    };
+    let rwnd_segments = match &t.rwnd {
+        None => 1 << 24,
+        Some(v) => match parse_bytes(v.get_ref()) {
+            Some(b) if b >= mss as u64 => (b / mss as u64).min(u32::MAX as u64) as u32,
+            _ => {
+                return cx.err(
+                    v.span(),
+                    format!("`rwnd` = \"{}\" is not a window of at least one segment; write e.g. \"4MB\"", v.get_ref()),
+                )
+            }
+        },
+    };
+
+    if f.flow.is_empty() {
+        return Err(ScenarioError(format!(
+            "{file}: no [[flow]] sections; a scenario needs at least one flow, e.g. [[flow]] cc = \"cubic\" rtt = \"40ms\""
+        )));
+    }
+    let mut flows = Vec::new();
+    for fs in &f.flow {
+        let cc: Algorithm = match fs.cc.get_ref().parse() {
+            Ok(a) => a,
+            Err(e) => return cx.err(fs.cc.span(), format!("`cc`: {e}")),
+        };
+        let rtt = cx.positive_duration(&fs.rtt, "rtt")?;
+        let start = match &fs.start {
+            Some(s) => cx.duration(s, "start")?,
+            None => 0,
+        };
+        let stop = match &fs.stop {
+            Some(s) => {
+                let t = cx.duration(s, "stop")?;
+                if t <= start {
+                    return cx.err(s.span(), "`stop` must come after `start`".into());
+                }
+                Some(t)
+            }
+            None => None,
+        };
+        let upload = match fs.direction.as_ref().map(|d| (d, d.get_ref().as_str())) {
+            None | Some((_, "upload")) => true,
+            Some((_, "download")) => false,
+            Some((d, other)) => {
+                return cx.err(d.span(), format!("`direction` = \"{other}\" is not a direction; write \"upload\" or \"download\""))
+            }
+        };
+        let size_segments = match &fs.size {
+            None => None,
+            Some(v) => match parse_bytes(v.get_ref()) {
+                Some(b) => Some(b.div_ceil(mss as u64)),
+                None => {
+                    return cx.err(v.span(), format!("`size` = \"{}\" is not a size; write e.g. \"30MB\" or \"64KiB\"", v.get_ref()))
+                }
+            },
+        };
+        let count = match &fs.count {
+            Some(c) => cx.int(c, "count", 1, 100_000)? as u64,
+            None => 1,
+        };
+        let stagger = match &fs.stagger {
+            Some(s) => cx.duration(s, "stagger")?,
+            None => 0,
+        };
+        for i in 0..count {
+            let trace = fs.trace.as_ref().map(|t| {
+                let name = if count > 1 { t.replace("{i}", &i.to_string()) } else { t.clone() };
+                let p = PathBuf::from(name);
+                match dir {
+                    Some(d) if p.is_relative() => d.join(p),
+                    _ => p,
+                }
+            });
+            flows.push(FlowConfig {
+                cc: cc.clone(),
+                rtt,
+                start: start + i * stagger,
+                stop,
+                upload,
+                size_segments,
+                trace,
+            });
+        }
+    }
+
+    let min_rtt = flows.iter().map(|f| f.rtt).min().unwrap_or(40 * MS);
+    let both = LinkDir {
+        rate: f.link.rate.clone(),
+        queue: f.link.queue.clone(),
+        loss: f.link.loss.clone(),
+        ecn_mark_at: f.link.ecn_mark_at.clone(),
+    };
+    let up = merge(&both, f.link.up.as_ref());
+    let down = merge(&both, f.link.down.as_ref());
+    let links = [link(&cx, &up, "link.up", mss, min_rtt)?, link(&cx, &down, "link.down", mss, min_rtt)?];
+    let jitter = match &f.link.jitter {
+        Some(j) if j.get_ref() == "auto" => serialization(data_packet_bytes(mss), links[0].rate_bps.min(links[1].rate_bps)),
+        Some(j) => cx.duration(j, "jitter")?,
+        None => serialization(data_packet_bytes(mss), links[0].rate_bps.min(links[1].rate_bps)),
+    };
+
+    Ok(Config {
+        duration,
+        seed,
+        sample_interval,
+        hz,
+        mss,
+        init_cwnd,
+        rwnd_segments,
+        pace_all: t.pace_all.unwrap_or(false),
+        ecn: t.ecn.unwrap_or(false),
+        slow_start_after_idle: t.slow_start_after_idle.unwrap_or(true),
+        jitter,
+        links,
+        flows,
+    })
+}
+
+fn merge(both: &LinkDir, dir: Option<&LinkDir>) -> LinkDir {
+    let mut m = both.clone();
+    if let Some(d) = dir {
+        if d.rate.is_some() {
+            m.rate = d.rate.clone();
+        }
+        if d.queue.is_some() {
+            m.queue = d.queue.clone();
+        }
+        if d.loss.is_some() {
+            m.loss = d.loss.clone();
+        }
+        if d.ecn_mark_at.is_some() {
+            m.ecn_mark_at = d.ecn_mark_at.clone();
+        }
+    }
+    m
+}
+
+fn link(cx: &Ctx, d: &LinkDir, section: &str, mss: u32, min_rtt: Time) -> Result<LinkConfig, ScenarioError> {
+    let Some(rate) = &d.rate else {
+        return Err(ScenarioError(format!(
+            "{}: [{section}] has no `rate`; give the bottleneck's rate in [link], e.g. rate = \"100Mbit\"",
+            cx.file
+        )));
+    };
+    let rate_bps = match parse_rate(rate.get_ref()) {
+        Some(r) => r,
+        None => {
+            return cx.err(
+                rate.span(),
+                format!("`rate` = \"{}\" is not a positive rate; write e.g. \"100Mbit\", \"1.5Gbit\" or \"128kbit\"", rate.get_ref()),
+            )
+        }
+    };
+    let pkt = data_packet_bytes(mss);
+    let bdp = bdp_packets(rate_bps, min_rtt, mss).max(1);
+    let limit = match &d.queue {
+        None => Limit::Packets(bdp as u32),
+        Some(q) => {
+            let bad = |why: &str| {
+                cx.err(
+                    q.span(),
+                    format!("`queue` {why}; write a packet count (84), a size (\"64KB\") or a multiple of the BDP (\"1.5bdp\")"),
+                )
+            };
+            match q.get_ref() {
+                toml::Value::Integer(n) if *n >= 1 && *n <= u32::MAX as i64 => Limit::Packets(*n as u32),
+                toml::Value::Integer(n) => return bad(&format!("= {n} is smaller than one packet")),
+                toml::Value::String(s) if s.ends_with("bdp") => {
+                    match s.trim_end_matches("bdp").trim().parse::<f64>() {
+                        Ok(x) if x > 0.0 && x.is_finite() => Limit::Packets(((bdp as f64 * x).round() as u32).max(1)),
+                        _ => return bad(&format!("= \"{s}\" is not a positive multiple of the BDP")),
+                    }
+                }
+                toml::Value::String(s) => match parse_bytes(s) {
+                    Some(b) if b >= pkt as u64 => Limit::Bytes(b),
+                    Some(_) => return bad(&format!("= \"{s}\" is smaller than one {pkt}-byte packet")),
+                    None => return bad(&format!("= \"{s}\" is not a size")),
+                },
+                other => return bad(&format!("= {other} is not a queue size")),
+            }
+        }
+    };
+    let loss = match &d.loss {
+        None => LossModel::None,
+        Some(l) => loss(cx, l)?,
+    };
+    let mark_at = match &d.ecn_mark_at {
+        Some(k) => Some(cx.int(k, "ecn_mark_at", 1, u32::MAX as i64)? as u32),
+        None => None,
+    };
+    Ok(LinkConfig {
+        rate_bps,
+        limit,
+        mark_at,
+        loss,
+    })
+}
+
+fn loss(cx: &Ctx, l: &S<toml::Value>) -> Result<LossModel, ScenarioError> {
+    let pct = |v: &toml::Value, key: &str| -> Result<u32, ScenarioError> {
+        match v.as_str().and_then(parse_percent_ppm) {
+            Some(p) => Ok(p),
+            None => cx.err(l.span(), format!("`{key}` = {v} is not a probability; write a percentage such as \"1%\"")),
+        }
+    };
+    match l.get_ref() {
+        toml::Value::String(_) => {
+            let ppm = pct(l.get_ref(), "loss")?;
+            Ok(if ppm == 0 { LossModel::None } else { LossModel::Bernoulli { ppm } })
+        }
+        toml::Value::Table(t) => {
+            let keys = ["p", "r", "loss_bad", "loss_good"];
+            if let Some(k) = t.keys().find(|k| !keys.contains(&k.as_str())) {
+                return cx.err(l.span(), format!("unknown key `{k}` in a Gilbert-Elliott loss; valid keys are p, r, loss_bad, loss_good"));
+            }
+            let get = |k: &str, default: &str| -> Result<u32, ScenarioError> {
+                match t.get(k) {
+                    Some(v) => pct(v, k),
+                    None if default.is_empty() => cx.err(l.span(), format!("a Gilbert-Elliott loss needs `{k}`")),
+                    None => Ok(parse_percent_ppm(default).unwrap()),
+                }
+            };
+            Ok(LossModel::GilbertElliott {
+                p_ppm: get("p", "")?,
+                r_ppm: get("r", "")?,
+                loss_bad_ppm: get("loss_bad", "100%")?,
+                loss_good_ppm: get("loss_good", "0%")?,
+                bad: false,
+            })
+        }
+        other => cx.err(
+            l.span(),
+            format!("`loss` = {other} is not a loss; write \"1%\" or {{ p = \"0.1%\", r = \"10%\" }} for Gilbert-Elliott bursts"),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "A"
+duration = "30s"
+seed = 7
+[tcp]
+hz = 1000
+[link]
+rate = "100Mbit"
+queue = "1bdp"
+loss = "1%"
+[link.down]
+loss = "0%"
+[[flow]]
+cc = "cubic:hystart=off"
+rtt = "40ms"
+count = 3
+stagger = "100ms"
+[[flow]]
+cc = "reno"
+rtt = "80ms"
+direction = "download"
+size = "1MB"
+"#;
+
+    #[test]
+    fn a_scenario_becomes_a_config() {
+        let c = parse(GOOD, "a.toml", None).unwrap();
+        assert_eq!((c.duration, c.seed, c.hz, c.mss), (30 * SEC, 7, 1000, 1448));
+        assert_eq!(c.flows.len(), 4);
+        assert_eq!(c.flows[2].start, 200 * MS);
+        assert_eq!(c.flows[0].cc.spec(), "cubic:hystart=off");
+        assert!(!c.flows[3].upload);
+        assert_eq!(c.flows[3].size_segments, Some(691));
+        // BDP of 100 Mbit/s x 40 ms in 1500-byte packets: 333.
+        assert_eq!(c.links[0].limit, Limit::Packets(333));
+        assert_eq!(c.links[0].loss, LossModel::Bernoulli { ppm: 10_000 });
+        assert_eq!(c.links[1].loss, LossModel::None);
+        assert_eq!(c.links[1].rate_bps, 100_000_000);
+    }
+
+    fn err(text: &str) -> String {
+        parse(text, "s.toml", None).unwrap_err().0
+    }
+
+    #[test]
+    fn each_kind_of_mistake_names_key_and_line() {
+        let base = "duration = \"10s\"\n[link]\nrate = \"10Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n";
+        let e = err(&base.replace("rate = ", "ratee = "));
+        assert!(e.starts_with("s.toml line 3: unknown key `ratee`, expected one of"), "{e}");
+        let e = err(&base.replace("\"10Mbit\"", "\"-5Mbit\""));
+        assert_eq!(e, "s.toml line 3: `rate` = \"-5Mbit\" is not a positive rate; write e.g. \"100Mbit\", \"1.5Gbit\" or \"128kbit\"");
+        let e = err(&(base.to_string() + "[tcp]\nmss = 0\n"));
+        assert_eq!(e, "s.toml line 8: `mss` = 0 is out of range; it must be from 64 to 65483");
+        let e = err(&base.replace("rate = \"10Mbit\"", "rate = \"10Mbit\"\nqueue = 0"));
+        assert!(e.starts_with("s.toml line 4: `queue` = 0 is smaller than one packet"), "{e}");
+        let e = err(&base.replace("rate = \"10Mbit\"", "rate = \"10Mbit\"\nqueue = \"1000B\""));
+        assert!(e.starts_with("s.toml line 4: `queue` = \"1000B\" is smaller than one 1500-byte packet"), "{e}");
+        let e = err(&base.replace("\"40ms\"", "\"40 parsecs\""));
+        assert!(e.starts_with("s.toml line 6: `rtt` = \"40 parsecs\" is not a duration"), "{e}");
+        let e = err(&base.replace("\"reno\"", "\"renoo\""));
+        assert!(e.starts_with("s.toml line 5: `cc`: unknown algorithm `renoo`; valid algorithms are"), "{e}");
+        let e = err(&base.replace("rate = \"10Mbit\"", "rate = \"10Mbit\"\nloss = \"150%\""));
+        assert!(e.starts_with("s.toml line 4: `loss` = \"150%\" is not a probability"), "{e}");
+        let e = err(&base.replace("duration = \"10s\"\n", ""));
+        assert!(e.starts_with("s.toml line 1: missing key `duration`"), "{e}");
+        let e = err(&base.replace("duration = \"10s\"", "duration = \"0s\""));
+        assert_eq!(e, "s.toml line 1: `duration` must be longer than zero");
+        let e = err("duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n");
+        assert!(e.contains("no [[flow]] sections"), "{e}");
+        let e = err(&(base.to_string() + "direction = \"sideways\"\n"));
+        assert!(e.starts_with("s.toml line 7: `direction` = \"sideways\""), "{e}");
+        let e = err("duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"1ms\"\nstart = \"2s\"\nstop = \"1s\"\n");
+        assert_eq!(e, "s.toml line 8: `stop` must come after `start`");
+        let e = err("duration = \"1s\n");
+        assert!(e.starts_with("s.toml line 1:"), "{e}");
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_duration("1.5s"), Some(1_500_000_000));
+        assert_eq!(parse_duration("200us"), Some(200_000));
+        assert_eq!(parse_duration("-1s"), None);
+        assert_eq!(parse_rate("128kbit"), Some(128_000));
+        assert_eq!(parse_rate("1Gbit/s"), Some(1_000_000_000));
+        assert_eq!(parse_rate("0Mbit"), None);
+        assert_eq!(parse_bytes("30MB"), Some(30_000_000));
+        assert_eq!(parse_bytes("64KiB"), Some(65_536));
+        assert_eq!(parse_percent_ppm("0.001%"), Some(10));
+        assert_eq!(parse_percent_ppm("1"), None);
+    }
+}
