@@ -350,7 +350,10 @@ impl Sock {
     pub fn set_clock(&mut self, now_us: u64) {
         self.tcp_mstamp = now_us;
         self.tcp_clock_cache = now_us.saturating_mul(1000);
-        let ticks = (now_us as u128 * self.hz as u128 / USEC_PER_SEC as u128) as u32;
+        let ticks = match now_us.checked_mul(self.hz as u64) {
+            Some(x) => x / USEC_PER_SEC,
+            None => (now_us as u128 * self.hz as u128 / USEC_PER_SEC as u128) as u64,
+        } as u32;
         self.jiffies = initial_jiffies(self.hz).wrapping_add(ticks);
     }
 

@@ -43,14 +43,19 @@ fn jobs(a: &Args) -> Result<Vec<Job>, Failure> {
     let mut out = Vec::new();
     for path in &a.scenarios {
         let cfg = scenario::load(path)?;
-        let stem = path.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+        let stem = path
+            .file_stem()
+            .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
         if a.seeds.is_empty() {
             out.push(Job { name: stem, cfg });
         } else {
             for &seed in &a.seeds {
                 let mut c = cfg.clone();
                 c.seed = seed;
-                out.push(Job { name: format!("{stem}-seed{seed}"), cfg: c });
+                out.push(Job {
+                    name: format!("{stem}-seed{seed}"),
+                    cfg: c,
+                });
             }
         }
     }
@@ -60,7 +65,10 @@ fn jobs(a: &Args) -> Result<Vec<Job>, Failure> {
 fn write(out: &Path, name: &str, r: &Results) -> Result<PathBuf, Failure> {
     let dir = out.join(name);
     r.write(&dir).map_err(|e| {
-        Failure(format!("cannot write results to {}: {e}; choose a writable --out directory", dir.display()))
+        Failure(format!(
+            "cannot write results to {}: {e}; choose a writable --out directory",
+            dir.display()
+        ))
     })?;
     Ok(dir)
 }
@@ -77,7 +85,8 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .min(jobs.len());
     let next = AtomicU64::new(0);
-    let results: Mutex<Vec<Option<Result<Results, String>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Result<Results, String>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
     let progress = |delta: u64| {
         let d = done_ns.fetch_add(delta, Ordering::Relaxed) + delta;
         if a.quiet || start.elapsed().as_secs_f64() < 1.0 {
@@ -128,7 +137,10 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     let results = results.into_inner().unwrap();
     for (job, r) in jobs.iter().zip(results) {
         let r = r.expect("every job ran").map_err(Failure)?;
-        println!("== {} (seed {}, {:.1} s simulated)", job.name, r.seed, r.duration_s);
+        println!(
+            "== {} (seed {}, {:.1} s simulated)",
+            job.name, r.seed, r.duration_s
+        );
         print!("{}", r.summary());
         if let Some(out) = &a.out {
             let dir = write(out, &job.name, &r)?;

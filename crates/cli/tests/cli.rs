@@ -191,10 +191,20 @@ fn sim_runs_a_scenario_and_writes_results() {
     )
     .unwrap();
     let out = dir.join("out");
-    let o = kleinrock(&["sim", scenario.to_str().unwrap(), "--out", out.to_str().unwrap(), "--seeds", "1,2"]);
+    let o = kleinrock(&[
+        "sim",
+        scenario.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--seeds",
+        "1,2",
+    ]);
     let (stdout, err) = text(&o);
     assert!(o.status.success(), "{stdout}\n{err}");
-    assert!(stdout.contains("== s-seed1") && stdout.contains("== s-seed2"), "{stdout}");
+    assert!(
+        stdout.contains("== s-seed1") && stdout.contains("== s-seed2"),
+        "{stdout}"
+    );
     for f in ["results.json", "flows.csv", "queues.csv", "summary.csv"] {
         assert!(out.join("s-seed1").join(f).exists(), "{f}");
     }
@@ -207,8 +217,15 @@ fn sim_runs_a_scenario_and_writes_results() {
 fn sim_errors_name_the_file_line_and_key() {
     let dir = tmpdir("simbad");
     let scenario = dir.join("bad.toml");
-    fs::write(&scenario, "duration = \"5s\"\n[link]\nrate = \"fast\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n").unwrap();
+    fs::write(
+        &scenario,
+        "duration = \"5s\"\n[link]\nrate = \"fast\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n",
+    )
+    .unwrap();
     let e = one_error(&["sim", scenario.to_str().unwrap()]);
-    assert!(e.contains("bad.toml line 3: `rate` = \"fast\" is not a positive rate"), "{e}");
+    assert!(
+        e.contains("bad.toml line 3: `rate` = \"fast\" is not a positive rate"),
+        "{e}"
+    );
     assert_eq!(e.lines().count(), 1, "{e}");
 }

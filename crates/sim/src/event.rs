@@ -12,8 +12,6 @@ use crate::time::Time;
 /// event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// A link finished serializing its current packet.
-    LinkTxDone(u16),
     /// The head of a propagation pipe arrives.
     PipeArrival(u32),
     /// A flow's timer (RTO, TLP, RACK reorder, delayed ACK, pacing) may
@@ -100,14 +98,14 @@ mod tests {
         q.schedule(30, Event::Sample);
         q.schedule(10, Event::FlowTimer(1));
         q.schedule(10, Event::FlowTimer(2));
-        q.schedule(20, Event::LinkTxDone(0));
+        q.schedule(20, Event::FlowStart(0));
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
             vec![
                 (10, Event::FlowTimer(1)),
                 (10, Event::FlowTimer(2)),
-                (20, Event::LinkTxDone(0)),
+                (20, Event::FlowStart(0)),
                 (30, Event::Sample)
             ]
         );

@@ -1,8 +1,8 @@
-//! A link: a queue discipline in front of a serializer of fixed rate, an
-//! optional loss process at its far end, and per-flow propagation pipes
-//! after it. The link schedules only its next transmission completion, and
-//! each pipe only its head's arrival (htsim's design): events stay
-//! proportional to packets, not to time.
+//! A link: a queue in front of a serializer of fixed rate, an optional loss
+//! process at its far end, and per-flow propagation pipes after it. A FIFO
+//! link knows each packet's departure when it arrives, so it schedules no
+//! event of its own; each pipe schedules only its head's arrival (htsim's
+//! design): events stay proportional to packets delivered.
 
 use std::collections::VecDeque;
 
@@ -26,7 +26,8 @@ pub struct Link {
     pub rate_bps: u64,
     pub queue: Fifo,
     pub loss: LossModel,
-    in_service: Option<Packet>,
+    /// When the link finishes sending everything admitted so far.
+    free_at: Time,
     pub stats: LinkStats,
 }
 
@@ -36,15 +37,23 @@ impl Link {
             rate_bps,
             queue,
             loss,
-            in_service: None,
+            free_at: 0,
             stats: LinkStats::default(),
         }
     }
 
-    /// A packet arrives. Returns when its transmission completes if the
-    /// link was idle and starts sending it now.
-    pub fn arrive(&mut self, now: Time, p: Packet) -> Option<Time> {
-        match self.queue.enqueue(now, p) {
+    /// A packet arrives at `now`. Returns it with the time its
+    /// transmission completes, unless the queue or the loss process drops
+    /// it.
+    pub fn arrive(
+        &mut self,
+        now: Time,
+        mut p: Packet,
+        rng: &mut SplitMix64,
+    ) -> Option<(Time, Packet)> {
+        self.queue.advance(now);
+        let start = self.free_at.max(now);
+        match self.queue.admit(now, &mut p, start) {
             Verdict::Dropped => {
                 self.stats.queue_drops += 1;
                 return None;
@@ -52,37 +61,22 @@ impl Link {
             Verdict::Marked => self.stats.marks += 1,
             Verdict::Queued => {}
         }
-        if self.in_service.is_none() {
-            return self.start_next(now);
-        }
-        None
-    }
-
-    fn start_next(&mut self, now: Time) -> Option<Time> {
-        let p = self.queue.dequeue()?;
-        let done = now + serialization(p.bytes, self.rate_bps);
-        self.in_service = Some(p);
-        Some(done)
-    }
-
-    /// The packet in service finished. Returns it unless the loss process
-    /// took it, and when the next transmission completes.
-    pub fn complete(&mut self, now: Time, rng: &mut SplitMix64) -> (Option<Packet>, Option<Time>) {
-        let p = self.in_service.take().expect("a packet in service");
+        let done = start + serialization(p.bytes, self.rate_bps);
+        self.free_at = done;
         let index = self.stats.tx_packets;
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += p.bytes as u64;
-        let delivered = if self.loss.drop(rng, index) {
+        if self.loss.drop(rng, index) {
             self.stats.loss_drops += 1;
-            None
-        } else {
-            Some(p)
-        };
-        (delivered, self.start_next(now))
+            return None;
+        }
+        Some((done, p))
     }
 
-    /// Queue length in packets and bytes (the packet in service excluded).
-    pub fn backlog(&self) -> (usize, u64) {
+    /// Queue length in packets and bytes at `now` (the packet in service
+    /// excluded).
+    pub fn backlog(&mut self, now: Time) -> (usize, u64) {
+        self.queue.advance(now);
         (self.queue.len(), self.queue.bytes())
     }
 }

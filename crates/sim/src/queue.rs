@@ -25,14 +25,19 @@ pub enum Limit {
     Bytes(u64),
 }
 
-/// A tail-drop FIFO.
+/// A tail-drop FIFO, kept as the service start times of the packets
+/// waiting: with a constant-rate link and no decision at dequeue, when each
+/// packet will be sent is known the moment it arrives, so the link needs no
+/// event per transmission (the packet goes straight to its pipe with its
+/// departure time).
 #[derive(Clone, Debug)]
 pub struct Fifo {
     limit: Limit,
     /// Mark ECN-capable packets CE when at least this many packets are
     /// queued (DCTCP's K); `None`: never mark.
     mark_at: Option<u32>,
-    q: VecDeque<Packet>,
+    /// (service start, bytes) of packets not yet in service.
+    waiting: VecDeque<(Time, u32)>,
     bytes: u64,
 }
 
@@ -45,47 +50,60 @@ impl Fifo {
         Fifo {
             limit,
             mark_at,
-            q: VecDeque::with_capacity(cap.min(1 << 16)),
+            waiting: VecDeque::with_capacity(cap.min(1 << 16)),
             bytes: 0,
         }
     }
 
-    fn fits(&self, p: &Packet) -> bool {
-        match self.limit {
-            Limit::Packets(n) => (self.q.len() as u32) < n,
-            Limit::Bytes(b) => self.bytes + p.bytes as u64 <= b,
+    /// Forgets the packets whose service has started by `now`.
+    pub fn advance(&mut self, now: Time) {
+        while let Some(&(start, b)) = self.waiting.front() {
+            if start > now {
+                break;
+            }
+            self.waiting.pop_front();
+            self.bytes -= b as u64;
         }
     }
 
-    pub fn enqueue(&mut self, now: Time, mut p: Packet) -> Verdict {
-        if !self.fits(&p) {
+    fn fits(&self, bytes: u32) -> bool {
+        match self.limit {
+            Limit::Packets(n) => (self.waiting.len() as u32) < n,
+            Limit::Bytes(b) => self.bytes + bytes as u64 <= b,
+        }
+    }
+
+    /// A packet arrives at `now` and would start service at `start` (after
+    /// everything queued). Call [`Fifo::advance`] first.
+    pub fn admit(&mut self, now: Time, p: &mut Packet, start: Time) -> Verdict {
+        if start <= now {
+            // The link is idle: straight into service, never queued.
+            p.enqueued = now;
+            return Verdict::Queued;
+        }
+        if !self.fits(p.bytes) {
             return Verdict::Dropped;
         }
         let mut verdict = Verdict::Queued;
         if let Some(k) = self.mark_at {
-            if self.q.len() as u32 >= k && p.ecn != Ecn::NotEct {
+            if self.waiting.len() as u32 >= k && p.ecn != Ecn::NotEct {
                 p.ecn = Ecn::Ce;
                 verdict = Verdict::Marked;
             }
         }
         p.enqueued = now;
         self.bytes += p.bytes as u64;
-        self.q.push_back(p);
+        self.waiting.push_back((start, p.bytes));
         verdict
     }
 
-    pub fn dequeue(&mut self) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.bytes as u64;
-        Some(p)
-    }
-
+    /// Packets waiting (not in service).
     pub fn len(&self) -> usize {
-        self.q.len()
+        self.waiting.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
+        self.waiting.is_empty()
     }
 
     pub fn bytes(&self) -> u64 {
@@ -97,20 +115,38 @@ impl Fifo {
 mod tests {
     use super::*;
 
+    /// Offers `n` packets at time 0 to a busy link that sends one per 10 ns.
+    fn offer(f: &mut Fifo, p: Packet, n: usize) -> Vec<(Verdict, Packet)> {
+        (0..n)
+            .map(|i| {
+                let mut q = p;
+                let v = f.admit(0, &mut q, 10 * (i as Time + 1));
+                (v, q)
+            })
+            .collect()
+    }
+
     #[test]
     fn tail_drop_never_exceeds_its_limit() {
         let mut f = Fifo::new(Limit::Packets(3), None);
         let p = Packet::data(0, 0, 1500);
-        let v: Vec<_> = (0..5).map(|_| f.enqueue(0, p)).collect();
+        let v: Vec<_> = offer(&mut f, p, 5).into_iter().map(|x| x.0).collect();
         assert_eq!(v[..3], [Verdict::Queued; 3]);
         assert_eq!(v[3..], [Verdict::Dropped; 2]);
         assert_eq!(f.len(), 3);
+        f.advance(20);
+        assert_eq!(f.len(), 1);
         let mut f = Fifo::new(Limit::Bytes(4000), None);
-        assert_eq!(f.enqueue(0, p), Verdict::Queued);
-        assert_eq!(f.enqueue(0, p), Verdict::Queued);
-        assert_eq!(f.enqueue(0, p), Verdict::Dropped);
-        assert_eq!(f.enqueue(0, Packet::ack(0, 0, 52)), Verdict::Queued);
+        let v: Vec<_> = offer(&mut f, p, 3).into_iter().map(|x| x.0).collect();
+        assert_eq!(v, [Verdict::Queued, Verdict::Queued, Verdict::Dropped]);
+        let mut a = Packet::ack(0, 0, 52);
+        assert_eq!(f.admit(0, &mut a, 100), Verdict::Queued);
         assert_eq!(f.bytes(), 3052);
+        // An idle link takes a packet straight into service.
+        let mut f = Fifo::new(Limit::Packets(1), None);
+        let mut q = p;
+        assert_eq!(f.admit(5, &mut q, 5), Verdict::Queued);
+        assert!(f.is_empty());
     }
 
     #[test]
@@ -118,7 +154,8 @@ mod tests {
         let mut f = Fifo::new(Limit::Packets(100), Some(2));
         let mut p = Packet::data(0, 0, 1500);
         p.ecn = Ecn::Ect;
-        let v: Vec<_> = (0..4).map(|_| f.enqueue(0, p)).collect();
+        let out = offer(&mut f, p, 4);
+        let v: Vec<_> = out.iter().map(|x| x.0).collect();
         assert_eq!(
             v,
             [
@@ -128,16 +165,12 @@ mod tests {
                 Verdict::Marked
             ]
         );
-        assert_eq!(f.dequeue().unwrap().ecn, Ecn::Ect);
-        f.dequeue();
-        assert_eq!(f.dequeue().unwrap().ecn, Ecn::Ce);
+        assert_eq!(out[0].1.ecn, Ecn::Ect);
+        assert_eq!(out[2].1.ecn, Ecn::Ce);
         // Not ECN-capable: queued unmarked.
-        let q = Packet::data(0, 0, 1500);
-        for _ in 0..3 {
-            f.enqueue(0, q);
-        }
-        assert!(std::iter::from_fn(|| f.dequeue())
-            .skip(1)
-            .all(|p| p.ecn == Ecn::NotEct));
+        let out = offer(&mut f, Packet::data(0, 0, 1500), 3);
+        assert!(out
+            .iter()
+            .all(|(v, q)| *v == Verdict::Queued && q.ecn == Ecn::NotEct));
     }
 }

@@ -147,7 +147,9 @@ pub fn parse_bytes(s: &str) -> Option<u64> {
 /// Parses a probability written as a percentage: `1%`, `0.01%`.
 pub fn parse_percent_ppm(s: &str) -> Option<u32> {
     let v: f64 = s.trim().strip_suffix('%')?.trim().parse().ok()?;
-    (0.0..=100.0).contains(&v).then(|| (v * 10_000.0).round() as u32)
+    (0.0..=100.0)
+        .contains(&v)
+        .then(|| (v * 10_000.0).round() as u32)
 }
 
 struct Ctx<'a> {
@@ -157,11 +159,18 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn line(&self, offset: usize) -> usize {
-        self.text[..offset.min(self.text.len())].matches('\n').count() + 1
+        self.text[..offset.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1
     }
 
     fn err<T>(&self, span: std::ops::Range<usize>, msg: String) -> Result<T, ScenarioError> {
-        Err(ScenarioError(format!("{} line {}: {msg}", self.file, self.line(span.start))))
+        Err(ScenarioError(format!(
+            "{} line {}: {msg}",
+            self.file,
+            self.line(span.start)
+        )))
     }
 
     fn duration(&self, v: &S<String>, key: &str) -> Result<Time, ScenarioError> {
@@ -185,7 +194,10 @@ impl Ctx<'_> {
     fn int(&self, v: &S<i64>, key: &str, lo: i64, hi: i64) -> Result<i64, ScenarioError> {
         let x = *v.get_ref();
         if x < lo || x > hi {
-            return self.err(v.span(), format!("`{key}` = {x} is out of range; it must be from {lo} to {hi}"));
+            return self.err(
+                v.span(),
+                format!("`{key}` = {x} is out of range; it must be from {lo} to {hi}"),
+            );
         }
         Ok(x)
     }
@@ -193,9 +205,8 @@ impl Ctx<'_> {
 
 /// Reads a scenario file.
 pub fn load(path: &Path) -> Result<Config, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        ScenarioError(format!("cannot read scenario {}: {e}", path.display()))
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ScenarioError(format!("cannot read scenario {}: {e}", path.display())))?;
     parse(&text, &path.display().to_string(), path.parent())
 }
 
@@ -240,12 +251,13 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
         None => 1 << 24,
         Some(v) => match parse_bytes(v.get_ref()) {
             Some(b) if b >= mss as u64 => (b / mss as u64).min(u32::MAX as u64) as u32,
-            _ => {
-                return cx.err(
-                    v.span(),
-                    format!("`rwnd` = \"{}\" is not a window of at least one segment; write e.g. \"4MB\"", v.get_ref()),
-                )
-            }
+            _ => return cx.err(
+                v.span(),
+                format!(
+                    "`rwnd` = \"{}\" is not a window of at least one segment; write e.g. \"4MB\"",
+                    v.get_ref()
+                ),
+            ),
         },
     };
 
@@ -287,7 +299,13 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
             Some(v) => match parse_bytes(v.get_ref()) {
                 Some(b) => Some(b.div_ceil(mss as u64)),
                 None => {
-                    return cx.err(v.span(), format!("`size` = \"{}\" is not a size; write e.g. \"30MB\" or \"64KiB\"", v.get_ref()))
+                    return cx.err(
+                        v.span(),
+                        format!(
+                            "`size` = \"{}\" is not a size; write e.g. \"30MB\" or \"64KiB\"",
+                            v.get_ref()
+                        ),
+                    )
                 }
             },
         };
@@ -301,7 +319,11 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
         };
         for i in 0..count {
             let trace = fs.trace.as_ref().map(|t| {
-                let name = if count > 1 { t.replace("{i}", &i.to_string()) } else { t.clone() };
+                let name = if count > 1 {
+                    t.replace("{i}", &i.to_string())
+                } else {
+                    t.clone()
+                };
                 let p = PathBuf::from(name);
                 match dir {
                     Some(d) if p.is_relative() => d.join(p),
@@ -329,11 +351,20 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
     };
     let up = merge(&both, f.link.up.as_ref());
     let down = merge(&both, f.link.down.as_ref());
-    let links = [link(&cx, &up, "link.up", mss, min_rtt)?, link(&cx, &down, "link.down", mss, min_rtt)?];
+    let links = [
+        link(&cx, &up, "link.up", mss, min_rtt)?,
+        link(&cx, &down, "link.down", mss, min_rtt)?,
+    ];
     let jitter = match &f.link.jitter {
-        Some(j) if j.get_ref() == "auto" => serialization(data_packet_bytes(mss), links[0].rate_bps.min(links[1].rate_bps)),
+        Some(j) if j.get_ref() == "auto" => serialization(
+            data_packet_bytes(mss),
+            links[0].rate_bps.min(links[1].rate_bps),
+        ),
         Some(j) => cx.duration(j, "jitter")?,
-        None => serialization(data_packet_bytes(mss), links[0].rate_bps.min(links[1].rate_bps)),
+        None => serialization(
+            data_packet_bytes(mss),
+            links[0].rate_bps.min(links[1].rate_bps),
+        ),
     };
 
     Ok(Config {
@@ -372,7 +403,13 @@ fn merge(both: &LinkDir, dir: Option<&LinkDir>) -> LinkDir {
     m
 }
 
-fn link(cx: &Ctx, d: &LinkDir, section: &str, mss: u32, min_rtt: Time) -> Result<LinkConfig, ScenarioError> {
+fn link(
+    cx: &Ctx,
+    d: &LinkDir,
+    section: &str,
+    mss: u32,
+    min_rtt: Time,
+) -> Result<LinkConfig, ScenarioError> {
     let Some(rate) = &d.rate else {
         return Err(ScenarioError(format!(
             "{}: [{section}] has no `rate`; give the bottleneck's rate in [link], e.g. rate = \"100Mbit\"",
@@ -400,17 +437,27 @@ fn link(cx: &Ctx, d: &LinkDir, section: &str, mss: u32, min_rtt: Time) -> Result
                 )
             };
             match q.get_ref() {
-                toml::Value::Integer(n) if *n >= 1 && *n <= u32::MAX as i64 => Limit::Packets(*n as u32),
-                toml::Value::Integer(n) => return bad(&format!("= {n} is smaller than one packet")),
+                toml::Value::Integer(n) if *n >= 1 && *n <= u32::MAX as i64 => {
+                    Limit::Packets(*n as u32)
+                }
+                toml::Value::Integer(n) => {
+                    return bad(&format!("= {n} is smaller than one packet"))
+                }
                 toml::Value::String(s) if s.ends_with("bdp") => {
                     match s.trim_end_matches("bdp").trim().parse::<f64>() {
-                        Ok(x) if x > 0.0 && x.is_finite() => Limit::Packets(((bdp as f64 * x).round() as u32).max(1)),
-                        _ => return bad(&format!("= \"{s}\" is not a positive multiple of the BDP")),
+                        Ok(x) if x > 0.0 && x.is_finite() => {
+                            Limit::Packets(((bdp as f64 * x).round() as u32).max(1))
+                        }
+                        _ => {
+                            return bad(&format!("= \"{s}\" is not a positive multiple of the BDP"))
+                        }
                     }
                 }
                 toml::Value::String(s) => match parse_bytes(s) {
                     Some(b) if b >= pkt as u64 => Limit::Bytes(b),
-                    Some(_) => return bad(&format!("= \"{s}\" is smaller than one {pkt}-byte packet")),
+                    Some(_) => {
+                        return bad(&format!("= \"{s}\" is smaller than one {pkt}-byte packet"))
+                    }
                     None => return bad(&format!("= \"{s}\" is not a size")),
                 },
                 other => return bad(&format!("= {other} is not a queue size")),
@@ -437,7 +484,10 @@ fn loss(cx: &Ctx, l: &S<toml::Value>) -> Result<LossModel, ScenarioError> {
     let pct = |v: &toml::Value, key: &str| -> Result<u32, ScenarioError> {
         match v.as_str().and_then(parse_percent_ppm) {
             Some(p) => Ok(p),
-            None => cx.err(l.span(), format!("`{key}` = {v} is not a probability; write a percentage such as \"1%\"")),
+            None => cx.err(
+                l.span(),
+                format!("`{key}` = {v} is not a probability; write a percentage such as \"1%\""),
+            ),
         }
     };
     match l.get_ref() {
@@ -524,29 +574,58 @@ size = "1MB"
     fn each_kind_of_mistake_names_key_and_line() {
         let base = "duration = \"10s\"\n[link]\nrate = \"10Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n";
         let e = err(&base.replace("rate = ", "ratee = "));
-        assert!(e.starts_with("s.toml line 3: unknown key `ratee`, expected one of"), "{e}");
+        assert!(
+            e.starts_with("s.toml line 3: unknown key `ratee`, expected one of"),
+            "{e}"
+        );
         let e = err(&base.replace("\"10Mbit\"", "\"-5Mbit\""));
         assert_eq!(e, "s.toml line 3: `rate` = \"-5Mbit\" is not a positive rate; write e.g. \"100Mbit\", \"1.5Gbit\" or \"128kbit\"");
         let e = err(&(base.to_string() + "[tcp]\nmss = 0\n"));
-        assert_eq!(e, "s.toml line 8: `mss` = 0 is out of range; it must be from 64 to 65483");
+        assert_eq!(
+            e,
+            "s.toml line 8: `mss` = 0 is out of range; it must be from 64 to 65483"
+        );
         let e = err(&base.replace("rate = \"10Mbit\"", "rate = \"10Mbit\"\nqueue = 0"));
-        assert!(e.starts_with("s.toml line 4: `queue` = 0 is smaller than one packet"), "{e}");
+        assert!(
+            e.starts_with("s.toml line 4: `queue` = 0 is smaller than one packet"),
+            "{e}"
+        );
         let e = err(&base.replace("rate = \"10Mbit\"", "rate = \"10Mbit\"\nqueue = \"1000B\""));
-        assert!(e.starts_with("s.toml line 4: `queue` = \"1000B\" is smaller than one 1500-byte packet"), "{e}");
+        assert!(
+            e.starts_with(
+                "s.toml line 4: `queue` = \"1000B\" is smaller than one 1500-byte packet"
+            ),
+            "{e}"
+        );
         let e = err(&base.replace("\"40ms\"", "\"40 parsecs\""));
-        assert!(e.starts_with("s.toml line 6: `rtt` = \"40 parsecs\" is not a duration"), "{e}");
+        assert!(
+            e.starts_with("s.toml line 6: `rtt` = \"40 parsecs\" is not a duration"),
+            "{e}"
+        );
         let e = err(&base.replace("\"reno\"", "\"renoo\""));
-        assert!(e.starts_with("s.toml line 5: `cc`: unknown algorithm `renoo`; valid algorithms are"), "{e}");
+        assert!(
+            e.starts_with("s.toml line 5: `cc`: unknown algorithm `renoo`; valid algorithms are"),
+            "{e}"
+        );
         let e = err(&base.replace("rate = \"10Mbit\"", "rate = \"10Mbit\"\nloss = \"150%\""));
-        assert!(e.starts_with("s.toml line 4: `loss` = \"150%\" is not a probability"), "{e}");
+        assert!(
+            e.starts_with("s.toml line 4: `loss` = \"150%\" is not a probability"),
+            "{e}"
+        );
         let e = err(&base.replace("duration = \"10s\"\n", ""));
-        assert!(e.starts_with("s.toml line 1: missing key `duration`"), "{e}");
+        assert!(
+            e.starts_with("s.toml line 1: missing key `duration`"),
+            "{e}"
+        );
         let e = err(&base.replace("duration = \"10s\"", "duration = \"0s\""));
         assert_eq!(e, "s.toml line 1: `duration` must be longer than zero");
         let e = err("duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n");
         assert!(e.contains("no [[flow]] sections"), "{e}");
         let e = err(&(base.to_string() + "direction = \"sideways\"\n"));
-        assert!(e.starts_with("s.toml line 7: `direction` = \"sideways\""), "{e}");
+        assert!(
+            e.starts_with("s.toml line 7: `direction` = \"sideways\""),
+            "{e}"
+        );
         let e = err("duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"1ms\"\nstart = \"2s\"\nstop = \"1s\"\n");
         assert_eq!(e, "s.toml line 8: `stop` must come after `start`");
         let e = err("duration = \"1s\n");

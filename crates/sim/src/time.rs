@@ -10,7 +10,11 @@ pub const SEC: Time = 1_000_000_000;
 
 /// Time to serialize `bytes` at `rate_bps`, rounded up to a nanosecond.
 pub fn serialization(bytes: u32, rate_bps: u64) -> Time {
-    ((bytes as u128 * 8 * SEC as u128).div_ceil(rate_bps.max(1) as u128)) as Time
+    // bytes * 8e9 fits a u64 for any packet (< 2^31 bytes); u128 beyond.
+    match (bytes as u64).checked_mul(8 * SEC) {
+        Some(bits_ns) => bits_ns.div_ceil(rate_bps.max(1)),
+        None => ((bytes as u128 * 8 * SEC as u128).div_ceil(rate_bps.max(1) as u128)) as Time,
+    }
 }
 
 /// Nanoseconds to microseconds, the unit of the TCP stack's clock.

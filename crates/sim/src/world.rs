@@ -180,7 +180,6 @@ impl Sim {
 
     fn dispatch(&mut self, ev: Event) {
         match ev {
-            Event::LinkTxDone(l) => self.link_done(l as usize),
             Event::PipeArrival(p) => self.pipe_arrival(p as usize),
             Event::FlowTimer(f) => self.flow_timer(f as usize),
             Event::FlowStart(f) => {
@@ -204,8 +203,11 @@ impl Sim {
         };
         for i in 0..self.scratch.len() {
             let p = self.scratch[i];
-            if let Some(done) = self.links[link].arrive(self.now, p) {
-                self.events.schedule(done, Event::LinkTxDone(link as u16));
+            if let Some((done, p)) = self.links[link].arrive(self.now, p, &mut self.rng) {
+                let pipe = 2 * p.flow as usize + usize::from(p.kind == Kind::Ack);
+                if let Some(at) = self.pipes[pipe].push(done, p, &mut self.rng) {
+                    self.events.schedule(at, Event::PipeArrival(pipe as u32));
+                }
             }
         }
         self.scratch.clear();
@@ -239,19 +241,6 @@ impl Sim {
         }
         self.flows[f].sender.on_timer(now, &mut self.scratch);
         self.flush(f, true);
-    }
-
-    fn link_done(&mut self, l: usize) {
-        let (p, next) = self.links[l].complete(self.now, &mut self.rng);
-        if let Some(done) = next {
-            self.events.schedule(done, Event::LinkTxDone(l as u16));
-        }
-        if let Some(p) = p {
-            let pipe = 2 * p.flow as usize + usize::from(p.kind == Kind::Ack);
-            if let Some(at) = self.pipes[pipe].push(self.now, p, &mut self.rng) {
-                self.events.schedule(at, Event::PipeArrival(pipe as u32));
-            }
-        }
     }
 
     fn pipe_arrival(&mut self, pipe: usize) {
@@ -311,8 +300,8 @@ impl Sim {
                 ca_state: ca_state_name(s.sk.icsk_ca_state),
             });
         }
-        for (l, link) in self.links.iter().enumerate() {
-            let (pkts, bytes) = link.backlog();
+        for (l, link) in self.links.iter_mut().enumerate() {
+            let (pkts, bytes) = link.backlog(now);
             let st = link.stats;
             let last = self.last_link_stats[l];
             self.results.queue_series.push(QueueSample {

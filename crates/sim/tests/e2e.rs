@@ -241,7 +241,14 @@ fn simulated_flows_record_traces_that_replay_exactly() {
     let dir = std::env::temp_dir().join(format!("kleinrock-sim-trace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut flows = Vec::new();
-    for (i, spec) in ["cubic", "reno:hystart=hspp", "cubic:friendly=eq4:hystart=hspp"].iter().enumerate() {
+    for (i, spec) in [
+        "cubic",
+        "reno:hystart=hspp",
+        "cubic:friendly=eq4:hystart=hspp",
+    ]
+    .iter()
+    .enumerate()
+    {
         let mut f = flow(spec, 20 + 20 * i as u64);
         f.trace = Some(dir.join(format!("f{i}.csv.gz")));
         flows.push(f);
@@ -250,12 +257,36 @@ fn simulated_flows_record_traces_that_replay_exactly() {
     c.hz = 100;
     let r = run(c);
     assert!(r.flows.iter().all(|f| f.retransmits > 0));
-    for (i, spec) in ["cubic", "reno:hystart=hspp", "cubic:friendly=eq4:hystart=hspp"].iter().enumerate() {
-        let report = kleinrock_trace::replay(&dir.join(format!("f{i}.csv.gz")), spec.parse().unwrap(), 100, &mut |_| {}).unwrap();
+    for (i, spec) in [
+        "cubic",
+        "reno:hystart=hspp",
+        "cubic:friendly=eq4:hystart=hspp",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let report = kleinrock_trace::replay(
+            &dir.join(format!("f{i}.csv.gz")),
+            spec.parse().unwrap(),
+            100,
+            &mut |_| {},
+        )
+        .unwrap();
         assert!(report.rows > 1000, "{spec}: {} rows", report.rows);
         assert!(report.agrees(), "{spec}:\n{report}");
-        for hook in ["init", "cong_avoid", "pkts_acked", "ssthresh", "set_state", "in_ack_event", "cwnd_event"] {
-            assert!(report.per_hook.contains_key(hook), "{spec} has no {hook} rows");
+        for hook in [
+            "init",
+            "cong_avoid",
+            "pkts_acked",
+            "ssthresh",
+            "set_state",
+            "in_ack_event",
+            "cwnd_event",
+        ] {
+            assert!(
+                report.per_hook.contains_key(hook),
+                "{spec} has no {hook} rows"
+            );
         }
     }
 }

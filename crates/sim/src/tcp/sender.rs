@@ -182,7 +182,9 @@ impl Sender {
             self.bytes(self.high_seq),
         );
         let sk = &mut self.sk;
-        sk.set_clock(now / US);
+        if sk.tcp_mstamp != now / US || now == 0 {
+            sk.set_clock(now / US);
+        }
         sk.packets_out = self.sb.packets_out();
         sk.sacked_out = self.sb.sacked_out;
         sk.lost_out = self.sb.lost_out;

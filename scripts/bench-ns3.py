@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Kleinrock's simulator against ns-3, side by side, on the anchor cases.
+
+Runs the ns-3 dumbbell (ns-3.44, ../shared/anchors/ns3, built with its
+build.sh) and `kleinrock sim` on the same cases, alternating A B A B ... in
+one session, and prints per case: both median wall times, their ratio,
+bottleneck packets per wall second, and both goodputs.
+
+    scripts/bench-ns3.py [--reps 3] [--cases A,C1,D,E,F,F0] [--ns3 PATH]
+
+The ns-3 binary is found at $NS3_BIN, else built once into
+~/.cache/kleinrock/ns3 from the anchor (needs python3-venv and g++; the
+PyPI package `ns3` is downloaded). Kleinrock is built in release mode.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+ANCHOR = os.path.join(ROOT, "..", "shared", "anchors", "ns3")
+
+# case: (ns-3 arguments, Kleinrock scenario)
+A = dict(rate="100Mbps", rttMs=40, queue=0, loss=0, time=30, tcp="ns3::TcpCubic")
+CASES = {
+    "A": (A, "ns3-A-cubic-100M-40ms.toml"),
+    "C1": (dict(A, loss=0.01), "ns3-C1-cubic-100M-40ms-loss1.toml"),
+    "D": (dict(rate="10Mbps", rttMs=40, queue=84, loss=0, time=60, tcp="ns3::TcpCubic"), "ns3-D-cubic-10M-40ms-q84.toml"),
+    "E": (dict(rate="1Gbps", rttMs=10, queue=0, loss=0, time=10, tcp="ns3::TcpCubic"), "ns3-E-cubic-1G-10ms.toml"),
+    "F": (dict(A, flows=10, stagger=0.1), "ns3-F-10cubic-100M-40ms-stagger.toml"),
+    "F0": (dict(A, flows=10, stagger=0), "ns3-F0-10cubic-100M-40ms.toml"),
+}
+
+
+def ns3_binary(explicit):
+    path = explicit or os.environ.get("NS3_BIN")
+    if path:
+        return path
+    cache = os.path.expanduser("~/.cache/kleinrock/ns3")
+    binary = os.path.join(cache, "dumbbell")
+    if not os.path.exists(binary):
+        os.makedirs(cache, exist_ok=True)
+        print(f"building ns-3's dumbbell into {cache} (one time, a few minutes)", file=sys.stderr)
+        env = dict(os.environ, NS3_VENV=os.path.join(cache, "venv"), NS3_BIN=binary)
+        subprocess.run(["bash", os.path.join(ANCHOR, "build.sh")], check=True, env=env)
+    return binary
+
+
+def run_ns3(binary, params, rep):
+    args = [binary] + [f"--{k}={v}" for k, v in params.items()] + [f"--run={rep}"]
+    t0 = time.perf_counter()
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    wall = time.perf_counter() - t0
+    line = [l for l in out.splitlines() if l.startswith("RESULT ")][-1]
+    rec = dict(kv.split("=", 1) for kv in line.split()[1:])
+    return wall, float(rec["goodputMbps"]), int(rec["bnTxPkts"])
+
+
+def run_kleinrock(binary, scenario, out_dir):
+    args = [binary, "sim", scenario, "--quiet", "--out", out_dir]
+    t0 = time.perf_counter()
+    subprocess.run(args, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - t0
+    name = os.path.splitext(os.path.basename(scenario))[0]
+    with open(os.path.join(out_dir, name, "results.json")) as f:
+        r = json.load(f)
+    goodput = sum(fl["goodput_bps"] for fl in r["flows"]) / 1e6
+    return wall, goodput, r["links"]["up"]["tx_packets"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--ns3", help="path to the ns-3 dumbbell binary")
+    a = ap.parse_args()
+    cases = a.cases.split(",")
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        sys.exit(f"unknown case {unknown[0]}; valid cases are {', '.join(CASES)}")
+    subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
+    kr = os.path.join(ROOT, "target", "release", "kleinrock")
+    ns3 = ns3_binary(a.ns3)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in cases:
+            params, scenario = CASES[c]
+            scenario = os.path.join(ROOT, "scenarios", scenario)
+            n, k = [], []
+            for rep in range(1, a.reps + 1):
+                n.append(run_ns3(ns3, params, rep))
+                k.append(run_kleinrock(kr, scenario, tmp))
+                print(f"  {c} rep {rep}: ns-3 {n[-1][0]:.2f} s, kleinrock {k[-1][0]:.3f} s", file=sys.stderr)
+            nw = statistics.median(x[0] for x in n)
+            kw = statistics.median(x[0] for x in k)
+            rows.append((c, nw, kw, nw / kw, n[0][2] / nw, k[0][2] / kw, statistics.median(x[1] for x in n), k[0][1]))
+    print(f"| case | ns-3 wall s | Kleinrock wall s | ratio | ns-3 bn pkts/s | Kleinrock bn pkts/s | ns-3 goodput Mbit/s | Kleinrock goodput Mbit/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for c, nw, kw, ratio, npps, kpps, ng, kg in rows:
+        print(f"| {c} | {nw:.2f} | {kw:.3f} | {ratio:.0f}x | {npps:,.0f} | {kpps:,.0f} | {ng:.2f} | {kg:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
