@@ -12,6 +12,8 @@ use crate::time::Time;
 /// event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
+    /// An event-driven link (AQM) finished sending its current packet.
+    LinkTxDone(u16),
     /// The head of a propagation pipe arrives.
     PipeArrival(u32),
     /// A flow's timer (RTO, TLP, RACK reorder, delayed ACK, pacing) may

@@ -13,11 +13,14 @@
 //! Deterministic: one seeded generator draws every random loss, events at
 //! the same instant run in scheduling order, and nothing reads a real clock.
 
+pub mod codel;
 pub mod event;
+pub mod fq_codel;
 pub mod link;
 pub mod loss;
 pub mod packet;
 pub mod queue;
+pub mod red;
 pub mod results;
 pub mod scenario;
 pub mod tcp;

@@ -8,9 +8,12 @@ use std::collections::VecDeque;
 
 use kleinrock_cc::rand::SplitMix64;
 
+use crate::codel::{Codel, Outcome};
+use crate::fq_codel::FqCodel;
 use crate::loss::LossModel;
 use crate::packet::Packet;
 use crate::queue::{Fifo, Verdict};
+use crate::red::Red;
 use crate::time::{serialization, Time};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -22,62 +25,168 @@ pub struct LinkStats {
     pub marks: u64,
 }
 
+/// The queue discipline at a link's head.
+#[derive(Clone, Debug)]
+pub enum Qdisc {
+    /// Tail-drop FIFO: departures computed on arrival, no events.
+    Fifo(Fifo),
+    Codel(Codel),
+    FqCodel(FqCodel),
+    /// RED deciding on arrival, over a FIFO of packets.
+    Red(Red, VecDeque<Packet>, u64),
+}
+
+/// What became of an arriving packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// FIFO: it will have been sent at this time; take it to its pipe.
+    Departs(Time, Packet),
+    /// The link was idle and now sends a packet, done at this time:
+    /// schedule the completion.
+    Started(Time),
+    /// It waits in the queue.
+    Queued,
+    Dropped,
+}
+
 pub struct Link {
     pub rate_bps: u64,
-    pub queue: Fifo,
+    pub qdisc: Qdisc,
     pub loss: LossModel,
-    /// When the link finishes sending everything admitted so far.
+    /// FIFO: when the link finishes sending everything admitted so far.
     free_at: Time,
+    /// Event-driven qdiscs: the packet being sent.
+    in_service: Option<Packet>,
     pub stats: LinkStats,
 }
 
 impl Link {
-    pub fn new(rate_bps: u64, queue: Fifo, loss: LossModel) -> Link {
+    pub fn new(rate_bps: u64, qdisc: Qdisc, loss: LossModel) -> Link {
         Link {
             rate_bps,
-            queue,
+            qdisc,
             loss,
             free_at: 0,
+            in_service: None,
             stats: LinkStats::default(),
         }
     }
 
-    /// A packet arrives at `now`. Returns it with the time its
-    /// transmission completes, unless the queue or the loss process drops
-    /// it.
-    pub fn arrive(
-        &mut self,
-        now: Time,
-        mut p: Packet,
-        rng: &mut SplitMix64,
-    ) -> Option<(Time, Packet)> {
-        self.queue.advance(now);
-        let start = self.free_at.max(now);
-        match self.queue.admit(now, &mut p, start) {
-            Verdict::Dropped => {
-                self.stats.queue_drops += 1;
-                return None;
-            }
-            Verdict::Marked => self.stats.marks += 1,
-            Verdict::Queued => {}
-        }
-        let done = start + serialization(p.bytes, self.rate_bps);
-        self.free_at = done;
+    fn lose(&mut self, rng: &mut SplitMix64, p: &Packet) -> bool {
         let index = self.stats.tx_packets;
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += p.bytes as u64;
         if self.loss.drop(rng, index) {
             self.stats.loss_drops += 1;
-            return None;
+            return true;
         }
-        Some((done, p))
+        false
+    }
+
+    fn count(&mut self, v: Verdict) -> bool {
+        match v {
+            Verdict::Dropped => {
+                self.stats.queue_drops += 1;
+                false
+            }
+            Verdict::Marked => {
+                self.stats.marks += 1;
+                true
+            }
+            Verdict::Queued => true,
+        }
+    }
+
+    /// A packet arrives at `now`.
+    pub fn arrive(&mut self, now: Time, mut p: Packet, rng: &mut SplitMix64) -> Arrival {
+        let queued = match &mut self.qdisc {
+            Qdisc::Fifo(f) => {
+                f.advance(now);
+                let start = self.free_at.max(now);
+                let v = f.admit(now, &mut p, start);
+                if !self.count(v) {
+                    return Arrival::Dropped;
+                }
+                let done = start + serialization(p.bytes, self.rate_bps);
+                self.free_at = done;
+                if self.lose(rng, &p) {
+                    return Arrival::Dropped;
+                }
+                return Arrival::Departs(done, p);
+            }
+            Qdisc::Codel(c) => c.enqueue(now, p),
+            Qdisc::FqCodel(fq) => {
+                let dropped = fq.enqueue(now, p);
+                self.stats.queue_drops += dropped as u64;
+                true
+            }
+            Qdisc::Red(red, q, bytes) => {
+                let v = red.decide(now, q.len(), &mut p, rng);
+                if v != Verdict::Dropped {
+                    p.enqueued = now;
+                    *bytes += p.bytes as u64;
+                    q.push_back(p);
+                }
+                let ok = v != Verdict::Dropped;
+                let _ = self.count(v);
+                ok
+            }
+        };
+        if !queued {
+            self.stats.queue_drops += 1;
+            return Arrival::Dropped;
+        }
+        if self.in_service.is_none() {
+            if let Some(done) = self.start_next(now) {
+                return Arrival::Started(done);
+            }
+        }
+        Arrival::Queued
+    }
+
+    /// Event-driven qdiscs: take the next packet into service.
+    fn start_next(&mut self, now: Time) -> Option<Time> {
+        let mut out = Outcome::default();
+        let p = match &mut self.qdisc {
+            Qdisc::Fifo(_) => None,
+            Qdisc::Codel(c) => c.dequeue(now, &mut out),
+            Qdisc::FqCodel(fq) => fq.dequeue(now, &mut out),
+            Qdisc::Red(red, q, bytes) => {
+                let p = q.pop_front();
+                match &p {
+                    Some(p) => *bytes -= p.bytes as u64,
+                    None => red.idle(now),
+                }
+                p
+            }
+        };
+        self.stats.queue_drops += out.dropped as u64;
+        self.stats.marks += out.marked as u64;
+        let p = p?;
+        self.in_service = Some(p);
+        Some(now + serialization(p.bytes, self.rate_bps))
+    }
+
+    /// The packet in service finished (event-driven qdiscs). Returns it
+    /// unless the loss process took it, and when the next one finishes.
+    pub fn complete(&mut self, now: Time, rng: &mut SplitMix64) -> (Option<Packet>, Option<Time>) {
+        let p = self.in_service.take().expect("a packet in service");
+        let delivered = (!self.lose(rng, &p)).then_some(p);
+        (delivered, self.start_next(now))
     }
 
     /// Queue length in packets and bytes at `now` (the packet in service
     /// excluded).
     pub fn backlog(&mut self, now: Time) -> (usize, u64) {
-        self.queue.advance(now);
-        (self.queue.len(), self.queue.bytes())
+        match &mut self.qdisc {
+            Qdisc::Fifo(f) => {
+                f.advance(now);
+                (f.len(), f.bytes())
+            }
+            Qdisc::Codel(c) => (c.len(), c.bytes()),
+            Qdisc::FqCodel(fq) => (fq.len(), fq.bytes()),
+            Qdisc::Red(_, q, bytes) => (q.len(), *bytes),
+        }
     }
 }
 

@@ -9,10 +9,12 @@ use kleinrock_cc::Algorithm;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::codel::CodelParams;
 use crate::loss::LossModel;
 use crate::queue::Limit;
+use crate::red::RedParams;
 use crate::time::{serialization, Time, MS, SEC, US};
-use crate::world::{bdp_packets, data_packet_bytes, Config, FlowConfig, LinkConfig};
+use crate::world::{bdp_packets, data_packet_bytes, Config, FlowConfig, LinkConfig, QueueConfig};
 
 /// A scenario that could not be read, as one sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,13 +253,15 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
         None => 1 << 24,
         Some(v) => match parse_bytes(v.get_ref()) {
             Some(b) if b >= mss as u64 => (b / mss as u64).min(u32::MAX as u64) as u32,
-            _ => return cx.err(
-                v.span(),
-                format!(
+            _ => {
+                return cx.err(
+                    v.span(),
+                    format!(
                     "`rwnd` = \"{}\" is not a window of at least one segment; write e.g. \"4MB\"",
                     v.get_ref()
                 ),
-            ),
+                )
+            }
         },
     };
 
@@ -427,16 +431,23 @@ fn link(
     };
     let pkt = data_packet_bytes(mss);
     let bdp = bdp_packets(rate_bps, min_rtt, mss).max(1);
-    let limit = match &d.queue {
-        None => Limit::Packets(bdp as u32),
+    let mark_at = match &d.ecn_mark_at {
+        Some(k) => Some(cx.int(k, "ecn_mark_at", 1, u32::MAX as i64)? as u32),
+        None => None,
+    };
+    let queue = match &d.queue {
+        None => QueueConfig::Fifo {
+            limit: Limit::Packets(bdp as u32),
+            mark_at,
+        },
         Some(q) => {
             let bad = |why: &str| {
                 cx.err(
                     q.span(),
-                    format!("`queue` {why}; write a packet count (84), a size (\"64KB\") or a multiple of the BDP (\"1.5bdp\")"),
+                    format!("`queue` {why}; write a packet count (84), a size (\"64KB\"), a multiple of the BDP (\"1.5bdp\") or a table such as {{ kind = \"codel\" }}"),
                 )
             };
-            match q.get_ref() {
+            let limit = match q.get_ref() {
                 toml::Value::Integer(n) if *n >= 1 && *n <= u32::MAX as i64 => {
                     Limit::Packets(*n as u32)
                 }
@@ -460,23 +471,140 @@ fn link(
                     }
                     None => return bad(&format!("= \"{s}\" is not a size")),
                 },
+                toml::Value::Table(t) => {
+                    return Ok(LinkConfig {
+                        rate_bps,
+                        queue: aqm(cx, q.span(), t, bdp)?,
+                        loss: match &d.loss {
+                            None => LossModel::None,
+                            Some(l) => loss(cx, l)?,
+                        },
+                    })
+                }
                 other => return bad(&format!("= {other} is not a queue size")),
-            }
+            };
+            QueueConfig::Fifo { limit, mark_at }
         }
     };
     let loss = match &d.loss {
         None => LossModel::None,
         Some(l) => loss(cx, l)?,
     };
-    let mark_at = match &d.ecn_mark_at {
-        Some(k) => Some(cx.int(k, "ecn_mark_at", 1, u32::MAX as i64)? as u32),
-        None => None,
-    };
     Ok(LinkConfig {
         rate_bps,
-        limit,
-        mark_at,
+        queue,
         loss,
+    })
+}
+
+/// `queue = { kind = "codel" | "fq_codel" | "red", ... }`.
+fn aqm(
+    cx: &Ctx,
+    span: std::ops::Range<usize>,
+    t: &toml::Table,
+    bdp: u64,
+) -> Result<QueueConfig, ScenarioError> {
+    let kind = t.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    let allowed: &[&str] = match kind {
+        "codel" | "fq_codel" => &["kind", "target", "interval", "limit", "ecn"],
+        "red" => &["kind", "min", "max", "probability", "weight", "limit", "ecn"],
+        _ => {
+            return cx.err(
+                span,
+                format!("queue `kind` = \"{kind}\" is not a queue; valid kinds are codel, fq_codel, red (a FIFO is written as a size)"),
+            )
+        }
+    };
+    if let Some(k) = t.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return cx.err(
+            span,
+            format!(
+                "unknown key `{k}` in a {kind} queue; valid keys are {}",
+                allowed.join(", ")
+            ),
+        );
+    }
+    let dur = |k: &str, default: Time| -> Result<Time, ScenarioError> {
+        match t.get(k) {
+            None => Ok(default),
+            Some(v) => match v.as_str().and_then(parse_duration) {
+                Some(d) if d > 0 => Ok(d),
+                _ => cx.err(
+                    span.clone(),
+                    format!("`{k}` = {v} is not a positive duration; write e.g. \"5ms\""),
+                ),
+            },
+        }
+    };
+    let count = |k: &str, default: u32| -> Result<u32, ScenarioError> {
+        match t.get(k) {
+            None => Ok(default),
+            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= u32::MAX as i64 => Ok(*n as u32),
+            Some(v) => cx.err(
+                span.clone(),
+                format!("`{k}` = {v} is not a packet count of at least 1"),
+            ),
+        }
+    };
+    let flag = |k: &str, default: bool| -> Result<bool, ScenarioError> {
+        match t.get(k) {
+            None => Ok(default),
+            Some(toml::Value::Boolean(b)) => Ok(*b),
+            Some(v) => cx.err(span.clone(), format!("`{k}` = {v} is not true or false")),
+        }
+    };
+    Ok(match kind {
+        "codel" | "fq_codel" => {
+            let fq = kind == "fq_codel";
+            let p = CodelParams {
+                target: dur("target", 5 * MS)?,
+                interval: dur("interval", 100 * MS)?,
+                limit: count("limit", if fq { 10_240 } else { 1000 })?,
+                // Linux: fq_codel marks by default, codel does not.
+                ecn: flag("ecn", fq)?,
+            };
+            if fq {
+                QueueConfig::FqCodel(p)
+            } else {
+                QueueConfig::Codel(p)
+            }
+        }
+        _ => {
+            let min = count("min", (bdp / 4).max(1) as u32)? as f64;
+            let max = count("max", (bdp * 3 / 4).max(3) as u32)? as f64;
+            if max <= min {
+                return cx.err(span, format!("RED needs `max` ({max}) above `min` ({min})"));
+            }
+            let max_p = match t.get("probability") {
+                None => 0.1,
+                Some(v) => match v.as_str().and_then(parse_percent_ppm) {
+                    Some(p) if p > 0 => p as f64 / 1e6,
+                    _ => {
+                        return cx.err(
+                            span,
+                            format!(
+                                "`probability` = {v} is not a percentage above 0, e.g. \"10%\""
+                            ),
+                        )
+                    }
+                },
+            };
+            let wq = match t.get("weight") {
+                None => 0.002,
+                Some(toml::Value::Float(w)) if *w > 0.0 && *w <= 1.0 => *w,
+                Some(v) => {
+                    return cx.err(span, format!("`weight` = {v} is not a weight in (0, 1]"))
+                }
+            };
+            QueueConfig::Red(RedParams {
+                limit: count("limit", (bdp * 2).max(max as u64 + 1) as u32)?,
+                min,
+                max,
+                max_p,
+                wq,
+                ecn: flag("ecn", false)?,
+            })
+        }
     })
 }
 
@@ -560,7 +688,13 @@ size = "1MB"
         assert!(!c.flows[3].upload);
         assert_eq!(c.flows[3].size_segments, Some(691));
         // BDP of 100 Mbit/s x 40 ms in 1500-byte packets: 333.
-        assert_eq!(c.links[0].limit, Limit::Packets(333));
+        assert_eq!(
+            c.links[0].queue,
+            QueueConfig::Fifo {
+                limit: Limit::Packets(333),
+                mark_at: None
+            }
+        );
         assert_eq!(c.links[0].loss, LossModel::Bernoulli { ppm: 10_000 });
         assert_eq!(c.links[1].loss, LossModel::None);
         assert_eq!(c.links[1].rate_bps, 100_000_000);

@@ -13,23 +13,55 @@ use kleinrock_cc::{Algorithm, CaState};
 use kleinrock_trace::Recorder;
 
 use crate::event::{Event, EventQueue};
-use crate::link::{Link, LinkStats, Pipe};
+use std::collections::VecDeque;
+
+use crate::codel::{Codel, CodelParams};
+use crate::fq_codel::FqCodel;
+use crate::link::{Arrival, Link, LinkStats, Pipe, Qdisc};
 use crate::loss::LossModel;
 use crate::packet::{Kind, Packet};
 use crate::queue::{Fifo, Limit};
+use crate::red::{Red, RedParams};
 use crate::results::{FlowSample, FlowSummary, Histogram, QueueSample, Results};
 use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::{Sender, SenderConfig, HEADER_BYTES};
-use crate::time::{Time, SEC};
+use crate::time::{serialization, Time, SEC};
+
+/// The queue at a bottleneck.
+#[derive(Clone, Debug, PartialEq)]
+pub enum QueueConfig {
+    /// Tail-drop FIFO; optionally step-marking ECN at K packets.
+    Fifo {
+        limit: Limit,
+        mark_at: Option<u32>,
+    },
+    Codel(CodelParams),
+    FqCodel(CodelParams),
+    Red(RedParams),
+}
 
 /// One bottleneck direction.
 #[derive(Clone, Debug)]
 pub struct LinkConfig {
     pub rate_bps: u64,
-    pub limit: Limit,
-    /// Step-mark ECN-capable packets at this many queued packets.
-    pub mark_at: Option<u32>,
+    pub queue: QueueConfig,
     pub loss: LossModel,
+}
+
+impl LinkConfig {
+    fn build(&self, mss: u32) -> Link {
+        let qdisc = match &self.queue {
+            QueueConfig::Fifo { limit, mark_at } => Qdisc::Fifo(Fifo::new(*limit, *mark_at)),
+            QueueConfig::Codel(p) => Qdisc::Codel(Codel::new(*p)),
+            QueueConfig::FqCodel(p) => Qdisc::FqCodel(FqCodel::new(*p)),
+            QueueConfig::Red(p) => Qdisc::Red(
+                Red::new(*p, serialization(data_packet_bytes(mss), self.rate_bps)),
+                VecDeque::new(),
+                0,
+            ),
+        };
+        Link::new(self.rate_bps, qdisc, self.loss.clone())
+    }
 }
 
 /// One TCP flow.
@@ -98,10 +130,7 @@ pub struct Sim {
 impl Sim {
     /// Builds the world. Fails only if a trace file cannot be created.
     pub fn new(cfg: Config) -> std::io::Result<Sim> {
-        let links = [0, 1].map(|i| {
-            let l = &cfg.links[i];
-            Link::new(l.rate_bps, Fifo::new(l.limit, l.mark_at), l.loss.clone())
-        });
+        let links = [0, 1].map(|i| cfg.links[i].build(cfg.mss));
         let mut flows = Vec::with_capacity(cfg.flows.len());
         let mut pipes = Vec::with_capacity(cfg.flows.len() * 2);
         let mut events = EventQueue::new();
@@ -180,6 +209,7 @@ impl Sim {
 
     fn dispatch(&mut self, ev: Event) {
         match ev {
+            Event::LinkTxDone(l) => self.link_done(l as usize),
             Event::PipeArrival(p) => self.pipe_arrival(p as usize),
             Event::FlowTimer(f) => self.flow_timer(f as usize),
             Event::FlowStart(f) => {
@@ -203,11 +233,12 @@ impl Sim {
         };
         for i in 0..self.scratch.len() {
             let p = self.scratch[i];
-            if let Some((done, p)) = self.links[link].arrive(self.now, p, &mut self.rng) {
-                let pipe = 2 * p.flow as usize + usize::from(p.kind == Kind::Ack);
-                if let Some(at) = self.pipes[pipe].push(done, p, &mut self.rng) {
-                    self.events.schedule(at, Event::PipeArrival(pipe as u32));
+            match self.links[link].arrive(self.now, p, &mut self.rng) {
+                Arrival::Departs(done, p) => self.into_pipe(done, p),
+                Arrival::Started(done) => {
+                    self.events.schedule(done, Event::LinkTxDone(link as u16))
                 }
+                Arrival::Queued | Arrival::Dropped => {}
             }
         }
         self.scratch.clear();
@@ -241,6 +272,23 @@ impl Sim {
         }
         self.flows[f].sender.on_timer(now, &mut self.scratch);
         self.flush(f, true);
+    }
+
+    fn into_pipe(&mut self, at: Time, p: Packet) {
+        let pipe = 2 * p.flow as usize + usize::from(p.kind == Kind::Ack);
+        if let Some(t) = self.pipes[pipe].push(at, p, &mut self.rng) {
+            self.events.schedule(t, Event::PipeArrival(pipe as u32));
+        }
+    }
+
+    fn link_done(&mut self, l: usize) {
+        let (p, next) = self.links[l].complete(self.now, &mut self.rng);
+        if let Some(done) = next {
+            self.events.schedule(done, Event::LinkTxDone(l as u16));
+        }
+        if let Some(p) = p {
+            self.into_pipe(self.now, p);
+        }
     }
 
     fn pipe_arrival(&mut self, pipe: usize) {

@@ -4,13 +4,16 @@ use kleinrock_cc::Algorithm;
 use kleinrock_sim::loss::LossModel;
 use kleinrock_sim::queue::Limit;
 use kleinrock_sim::time::{MS, SEC};
+use kleinrock_sim::world::QueueConfig;
 use kleinrock_sim::{Config, FlowConfig, LinkConfig, Results, Sim};
 
 fn link(rate_bps: u64, packets: u32, loss_ppm: u32) -> LinkConfig {
     LinkConfig {
         rate_bps,
-        limit: Limit::Packets(packets),
-        mark_at: None,
+        queue: QueueConfig::Fifo {
+            limit: Limit::Packets(packets),
+            mark_at: None,
+        },
         loss: if loss_ppm == 0 {
             LossModel::None
         } else {
@@ -288,5 +291,91 @@ fn simulated_flows_record_traces_that_replay_exactly() {
                 "{spec} has no {hook} rows"
             );
         }
+    }
+}
+
+fn aqm_run(queue: QueueConfig, ecn: bool) -> Results {
+    let mut c = dumbbell(
+        10_000_000,
+        1000,
+        0,
+        30,
+        vec![flow("cubic", 40), flow("reno", 40)],
+    );
+    c.links[0].queue = queue;
+    c.ecn = ecn;
+    run(c)
+}
+
+fn median_queue_delay_ms(r: &Results) -> f64 {
+    let mut d: Vec<u64> = r
+        .queue_series
+        .iter()
+        .filter(|q| q.link == "up" && q.t > 5.0)
+        .map(|q| q.delay_us)
+        .collect();
+    d.sort();
+    d[d.len() / 2] as f64 / 1000.0
+}
+
+#[test]
+fn codel_holds_a_standing_queue_near_its_target() {
+    use kleinrock_sim::codel::CodelParams;
+    let fifo = aqm_run(
+        QueueConfig::Fifo {
+            limit: Limit::Packets(1000),
+            mark_at: None,
+        },
+        false,
+    );
+    let codel = aqm_run(QueueConfig::Codel(CodelParams::default()), false);
+    let fq = aqm_run(QueueConfig::FqCodel(CodelParams::default()), false);
+    let (f, c, q) = (
+        median_queue_delay_ms(&fifo),
+        median_queue_delay_ms(&codel),
+        median_queue_delay_ms(&fq),
+    );
+    assert!(f > 300.0, "FIFO median queue delay {f} ms");
+    assert!(c < 15.0, "CoDel median queue delay {c} ms");
+    assert!(q < 15.0, "FQ-CoDel median queue delay {q} ms");
+    for r in [&codel, &fq] {
+        let total: f64 = r.flows.iter().map(|f| f.goodput_bps).sum();
+        assert!(total > 8.5e6, "utilisation {total}");
+    }
+}
+
+#[test]
+fn with_ecn_aqms_mark_instead_of_dropping() {
+    use kleinrock_sim::codel::CodelParams;
+    use kleinrock_sim::red::RedParams;
+    let marking = [
+        QueueConfig::Codel(CodelParams {
+            ecn: true,
+            ..Default::default()
+        }),
+        QueueConfig::FqCodel(CodelParams {
+            ecn: true,
+            ..Default::default()
+        }),
+        QueueConfig::Red(RedParams {
+            limit: 1000,
+            min: 10.0,
+            max: 30.0,
+            max_p: 0.1,
+            wq: 0.002,
+            ecn: true,
+        }),
+        QueueConfig::Fifo {
+            limit: Limit::Packets(1000),
+            mark_at: Some(20),
+        },
+    ];
+    for q in marking {
+        let r = aqm_run(q.clone(), true);
+        let up = r.links[0];
+        assert!(up.marks > 10, "{q:?}: {} marks", up.marks);
+        assert_eq!(up.queue_drops, 0, "{q:?} dropped");
+        let total: f64 = r.flows.iter().map(|f| f.goodput_bps).sum();
+        assert!(total > 8.5e6, "{q:?}: utilisation {total}");
     }
 }
