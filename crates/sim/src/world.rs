@@ -234,7 +234,7 @@ impl Sim {
         for i in 0..self.scratch.len() {
             let p = self.scratch[i];
             match self.links[link].arrive(self.now, p, &mut self.rng) {
-                Arrival::Departs(done, p) => self.into_pipe(done, p),
+                Arrival::Departs(done, p) => self.propagate(done, p),
                 Arrival::Started(done) => {
                     self.events.schedule(done, Event::LinkTxDone(link as u16))
                 }
@@ -274,7 +274,7 @@ impl Sim {
         self.flush(f, true);
     }
 
-    fn into_pipe(&mut self, at: Time, p: Packet) {
+    fn propagate(&mut self, at: Time, p: Packet) {
         let pipe = 2 * p.flow as usize + usize::from(p.kind == Kind::Ack);
         if let Some(t) = self.pipes[pipe].push(at, p, &mut self.rng) {
             self.events.schedule(t, Event::PipeArrival(pipe as u32));
@@ -287,7 +287,7 @@ impl Sim {
             self.events.schedule(done, Event::LinkTxDone(l as u16));
         }
         if let Some(p) = p {
-            self.into_pipe(self.now, p);
+            self.propagate(self.now, p);
         }
     }
 
