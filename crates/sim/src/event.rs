@@ -25,6 +25,10 @@ pub enum Event {
     FlowStop(u32),
     /// Take a sample of every flow and queue.
     Sample,
+    /// A ping flow sends its next echo request.
+    PingSend(u32),
+    /// A UDP flow sends its next datagram.
+    UdpSend(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -18,6 +18,19 @@ pub enum Kind {
     Data,
     /// A pure TCP ACK.
     Ack,
+    /// An ICMP echo request (left to right) and its reply.
+    PingRequest,
+    PingReply,
+    /// A UDP datagram of constant-rate cross traffic.
+    Udp,
+}
+
+impl Kind {
+    /// Does this packet travel in its flow's reverse direction (and so use
+    /// its flow's second pipe)?
+    pub fn is_reverse(self) -> bool {
+        matches!(self, Kind::Ack | Kind::PingReply)
+    }
 }
 
 /// Up to three SACK blocks, as fit in a header with timestamps.
@@ -44,6 +57,8 @@ pub struct Packet {
     pub nsack: u8,
     /// When the packet entered its current queue (for sojourn times).
     pub enqueued: Time,
+    /// When its sender sent it (pings measure their RTT with it).
+    pub sent: Time,
 }
 
 impl Packet {
@@ -60,6 +75,7 @@ impl Packet {
             sack: [(0, 0); MAX_SACK_BLOCKS],
             nsack: 0,
             enqueued: 0,
+            sent: 0,
         }
     }
 
@@ -67,6 +83,14 @@ impl Packet {
         Packet {
             kind: Kind::Ack,
             ..Packet::data(flow, cum, bytes)
+        }
+    }
+
+    pub fn other(flow: u32, kind: Kind, bytes: u32, sent: Time) -> Packet {
+        Packet {
+            kind,
+            sent,
+            ..Packet::data(flow, 0, bytes)
         }
     }
 

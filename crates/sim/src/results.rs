@@ -125,6 +125,33 @@ pub struct FlowSummary {
     pub completion_s: Option<f64>,
 }
 
+#[derive(Clone, Debug, Serialize)]
+pub struct PingSample {
+    pub t: f64,
+    pub ping: u32,
+    pub rtt_ms: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PingSummary {
+    pub ping: u32,
+    /// Base RTT of the ping path.
+    pub rtt_ms: f64,
+    pub sent: u64,
+    pub received: u64,
+    pub rtt_p50_ms: f64,
+    pub rtt_p95_ms: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct UdpSummary {
+    pub udp: u32,
+    pub sent: u64,
+    pub goodput_bps: f64,
+    /// Fraction of bytes lost.
+    pub loss: f64,
+}
+
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct LinkSummary {
     pub tx_packets: u64,
@@ -154,6 +181,9 @@ pub struct Results {
     pub flows: Vec<FlowSummary>,
     pub flow_series: Vec<FlowSample>,
     pub queue_series: Vec<QueueSample>,
+    pub pings: Vec<PingSummary>,
+    pub ping_series: Vec<PingSample>,
+    pub udp: Vec<UdpSummary>,
     pub links: [LinkStats; 2],
     pub events: u64,
 }
@@ -165,8 +195,11 @@ struct Json<'a> {
     events: u64,
     flows: &'a [FlowSummary],
     links: LinksJson,
+    pings: &'a [PingSummary],
+    udp: &'a [UdpSummary],
     flow_series: &'a [FlowSample],
     queue_series: &'a [QueueSample],
+    ping_series: &'a [PingSample],
 }
 
 #[derive(Serialize)]
@@ -184,6 +217,9 @@ impl Results {
             flows: Vec::with_capacity(cfg.flows.len()),
             flow_series: Vec::with_capacity(samples * cfg.flows.len()),
             queue_series: Vec::with_capacity(samples * 2),
+            pings: Vec::new(),
+            ping_series: Vec::new(),
+            udp: Vec::new(),
             links: [LinkStats::default(); 2],
             events: 0,
         }
@@ -211,8 +247,11 @@ impl Results {
                 up: self.links[0].into(),
                 down: self.links[1].into(),
             },
+            pings: &self.pings,
+            udp: &self.udp,
             flow_series: &self.flow_series,
             queue_series: &self.queue_series,
+            ping_series: &self.ping_series,
         };
         serde_json::to_string_pretty(&j).expect("results serialize")
     }
@@ -252,6 +291,12 @@ impl Results {
             )?;
         }
         q.flush()?;
+        let mut pg = io::BufWriter::new(std::fs::File::create(dir.join("pings.csv"))?);
+        writeln!(pg, "t,ping,rtt_ms")?;
+        for s in &self.ping_series {
+            writeln!(pg, "{:.6},{},{:.3}", s.t, s.ping, s.rtt_ms)?;
+        }
+        pg.flush()?;
         let mut s = io::BufWriter::new(std::fs::File::create(dir.join("summary.csv"))?);
         writeln!(s, "flow,cc,direction,rtt_ms,goodput_bps,bytes,retransmits,rtos,tlps,rtt_p50_ms,rtt_p95_ms,rtt_p99_ms,completion_s")?;
         for x in &self.flows {
@@ -302,6 +347,22 @@ impl Results {
                 f.rtt_p95_ms,
                 f.completion_s
                     .map_or("-".to_string(), |c| format!("{c:.3} s"))
+            );
+        }
+        for p in &self.pings {
+            let _ = writeln!(
+                s,
+                "ping {} (base {:.1} ms): RTT p50 {:.1} ms, p95 {:.1} ms, {} of {} answered",
+                p.ping, p.rtt_ms, p.rtt_p50_ms, p.rtt_p95_ms, p.received, p.sent
+            );
+        }
+        for u in &self.udp {
+            let _ = writeln!(
+                s,
+                "udp {}: {:.2} Mb/s delivered, {:.2}% lost",
+                u.udp,
+                u.goodput_bps / 1e6,
+                u.loss * 100.0
             );
         }
         let up = self.links[0];

@@ -14,7 +14,10 @@ use crate::loss::LossModel;
 use crate::queue::Limit;
 use crate::red::RedParams;
 use crate::time::{serialization, Time, MS, SEC, US};
-use crate::world::{bdp_packets, data_packet_bytes, Config, FlowConfig, LinkConfig, QueueConfig};
+use crate::world::{
+    bdp_packets, data_packet_bytes, Config, FlowConfig, LinkConfig, PingConfig, QueueConfig,
+    UdpConfig,
+};
 
 /// A scenario that could not be read, as one sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +45,30 @@ struct File {
     link: LinkSection,
     #[serde(default)]
     flow: Vec<FlowSection>,
+    #[serde(default)]
+    ping: Vec<PingSection>,
+    #[serde(default)]
+    udp: Vec<UdpSection>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct PingSection {
+    rtt: S<String>,
+    interval: Option<S<String>>,
+    start: Option<S<String>>,
+    stop: Option<S<String>>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct UdpSection {
+    rate: S<String>,
+    rtt: S<String>,
+    size: Option<S<String>>,
+    direction: Option<S<String>>,
+    start: Option<S<String>>,
+    stop: Option<S<String>>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -193,6 +220,39 @@ impl Ctx<'_> {
         Ok(t)
     }
 
+    fn start_stop(
+        &self,
+        start: &Option<S<String>>,
+        stop: &Option<S<String>>,
+    ) -> Result<(Time, Option<Time>), ScenarioError> {
+        let start = match start {
+            Some(s) => self.duration(s, "start")?,
+            None => 0,
+        };
+        let stop = match stop {
+            Some(s) => {
+                let t = self.duration(s, "stop")?;
+                if t <= start {
+                    return self.err(s.span(), "`stop` must come after `start`".into());
+                }
+                Some(t)
+            }
+            None => None,
+        };
+        Ok((start, stop))
+    }
+
+    fn direction(&self, d: &Option<S<String>>) -> Result<bool, ScenarioError> {
+        match d.as_ref().map(|d| (d, d.get_ref().as_str())) {
+            None | Some((_, "upload")) => Ok(true),
+            Some((_, "download")) => Ok(false),
+            Some((d, other)) => self.err(
+                d.span(),
+                format!("`direction` = \"{other}\" is not a direction; write \"upload\" or \"download\""),
+            ),
+        }
+    }
+
     fn int(&self, v: &S<i64>, key: &str, lo: i64, hi: i64) -> Result<i64, ScenarioError> {
         let x = *v.get_ref();
         if x < lo || x > hi {
@@ -265,9 +325,9 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
         },
     };
 
-    if f.flow.is_empty() {
+    if f.flow.is_empty() && f.ping.is_empty() && f.udp.is_empty() {
         return Err(ScenarioError(format!(
-            "{file}: no [[flow]] sections; a scenario needs at least one flow, e.g. [[flow]] cc = \"cubic\" rtt = \"40ms\""
+            "{file}: no [[flow]], [[ping]] or [[udp]] sections; a scenario needs at least one flow, e.g. [[flow]] cc = \"cubic\" rtt = \"40ms\""
         )));
     }
     let mut flows = Vec::new();
@@ -277,27 +337,8 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
             Err(e) => return cx.err(fs.cc.span(), format!("`cc`: {e}")),
         };
         let rtt = cx.positive_duration(&fs.rtt, "rtt")?;
-        let start = match &fs.start {
-            Some(s) => cx.duration(s, "start")?,
-            None => 0,
-        };
-        let stop = match &fs.stop {
-            Some(s) => {
-                let t = cx.duration(s, "stop")?;
-                if t <= start {
-                    return cx.err(s.span(), "`stop` must come after `start`".into());
-                }
-                Some(t)
-            }
-            None => None,
-        };
-        let upload = match fs.direction.as_ref().map(|d| (d, d.get_ref().as_str())) {
-            None | Some((_, "upload")) => true,
-            Some((_, "download")) => false,
-            Some((d, other)) => {
-                return cx.err(d.span(), format!("`direction` = \"{other}\" is not a direction; write \"upload\" or \"download\""))
-            }
-        };
+        let (start, stop) = cx.start_stop(&fs.start, &fs.stop)?;
+        let upload = cx.direction(&fs.direction)?;
         let size_segments = match &fs.size {
             None => None,
             Some(v) => match parse_bytes(v.get_ref()) {
@@ -346,7 +387,65 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
         }
     }
 
-    let min_rtt = flows.iter().map(|f| f.rtt).min().unwrap_or(40 * MS);
+    let mut pings = Vec::new();
+    for p in &f.ping {
+        let (start, stop) = cx.start_stop(&p.start, &p.stop)?;
+        pings.push(PingConfig {
+            rtt: cx.positive_duration(&p.rtt, "rtt")?,
+            interval: match &p.interval {
+                Some(i) => cx.positive_duration(i, "interval")?,
+                None => 200 * MS,
+            },
+            start,
+            stop,
+        });
+    }
+    let mut udp = Vec::new();
+    for u in &f.udp {
+        let (start, stop) = cx.start_stop(&u.start, &u.stop)?;
+        let rate_bps = match parse_rate(u.rate.get_ref()) {
+            Some(r) => r,
+            None => {
+                return cx.err(
+                    u.rate.span(),
+                    format!(
+                        "`rate` = \"{}\" is not a positive rate; write e.g. \"5Mbit\"",
+                        u.rate.get_ref()
+                    ),
+                )
+            }
+        };
+        let bytes = match &u.size {
+            None => 1500,
+            Some(v) => match parse_bytes(v.get_ref()) {
+                Some(b) if (28..=65_535).contains(&b) => b as u32,
+                _ => {
+                    return cx.err(
+                        v.span(),
+                        format!(
+                            "`size` = \"{}\" is not a datagram size from 28B to 65535B",
+                            v.get_ref()
+                        ),
+                    )
+                }
+            },
+        };
+        udp.push(UdpConfig {
+            rate_bps,
+            bytes,
+            rtt: cx.positive_duration(&u.rtt, "rtt")?,
+            upload: cx.direction(&u.direction)?,
+            start,
+            stop,
+        });
+    }
+    let min_rtt = flows
+        .iter()
+        .map(|f| f.rtt)
+        .chain(pings.iter().map(|p| p.rtt))
+        .chain(udp.iter().map(|u| u.rtt))
+        .min()
+        .unwrap_or(40 * MS);
     let both = LinkDir {
         rate: f.link.rate.clone(),
         queue: f.link.queue.clone(),
@@ -385,6 +484,8 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
         jitter,
         links,
         flows,
+        pings,
+        udp,
     })
 }
 
@@ -754,7 +855,10 @@ size = "1MB"
         let e = err(&base.replace("duration = \"10s\"", "duration = \"0s\""));
         assert_eq!(e, "s.toml line 1: `duration` must be longer than zero");
         let e = err("duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n");
-        assert!(e.contains("no [[flow]] sections"), "{e}");
+        assert!(
+            e.contains("no [[flow]], [[ping]] or [[udp]] sections"),
+            "{e}"
+        );
         let e = err(&(base.to_string() + "direction = \"sideways\"\n"));
         assert!(
             e.starts_with("s.toml line 7: `direction` = \"sideways\""),

@@ -22,7 +22,9 @@ use crate::loss::LossModel;
 use crate::packet::{Kind, Packet};
 use crate::queue::{Fifo, Limit};
 use crate::red::{Red, RedParams};
-use crate::results::{FlowSample, FlowSummary, Histogram, QueueSample, Results};
+use crate::results::{
+    FlowSample, FlowSummary, Histogram, PingSample, PingSummary, QueueSample, Results, UdpSummary,
+};
 use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::{Sender, SenderConfig, HEADER_BYTES};
 use crate::time::{serialization, Time, SEC};
@@ -79,6 +81,28 @@ pub struct FlowConfig {
     pub trace: Option<PathBuf>,
 }
 
+/// A ping flow: echo requests left to right, replies right to left,
+/// measuring RTT under load as flent's ping does.
+#[derive(Clone, Debug)]
+pub struct PingConfig {
+    pub rtt: Time,
+    pub interval: Time,
+    pub start: Time,
+    pub stop: Option<Time>,
+}
+
+/// Constant-rate UDP cross traffic.
+#[derive(Clone, Debug)]
+pub struct UdpConfig {
+    pub rate_bps: u64,
+    /// Datagram size on the wire, bytes.
+    pub bytes: u32,
+    pub rtt: Time,
+    pub upload: bool,
+    pub start: Time,
+    pub stop: Option<Time>,
+}
+
 /// Everything a run needs.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -98,6 +122,20 @@ pub struct Config {
     /// [up, down].
     pub links: [LinkConfig; 2],
     pub flows: Vec<FlowConfig>,
+    pub pings: Vec<PingConfig>,
+    pub udp: Vec<UdpConfig>,
+}
+
+struct Ping {
+    hist: Histogram,
+    sent: u64,
+    received: u64,
+}
+
+struct Udp {
+    sent: u64,
+    received_bytes: u64,
+    gap: Time,
 }
 
 struct Flow {
@@ -120,6 +158,8 @@ pub struct Sim {
     /// Two per flow: `2 * flow` carries data, `2 * flow + 1` ACKs.
     pipes: Vec<Pipe>,
     flows: Vec<Flow>,
+    pings: Vec<Ping>,
+    udps: Vec<Udp>,
     scratch: Vec<Packet>,
     cfg: Config,
     results: Results,
@@ -165,6 +205,36 @@ impl Sim {
                 events.schedule(stop, Event::FlowStop(i as u32));
             }
         }
+        let n = cfg.flows.len() as u32;
+        for (i, p) in cfg.pings.iter().enumerate() {
+            pipes.push(Pipe::new(p.rtt / 2, 0));
+            pipes.push(Pipe::new(p.rtt - p.rtt / 2, 0));
+            events.schedule(p.start, Event::PingSend(n + i as u32));
+        }
+        let np = n + cfg.pings.len() as u32;
+        for (i, u) in cfg.udp.iter().enumerate() {
+            pipes.push(Pipe::new(u.rtt / 2, 0));
+            pipes.push(Pipe::new(u.rtt - u.rtt / 2, 0));
+            events.schedule(u.start, Event::UdpSend(np + i as u32));
+        }
+        let pings = cfg
+            .pings
+            .iter()
+            .map(|_| Ping {
+                hist: Histogram::default(),
+                sent: 0,
+                received: 0,
+            })
+            .collect();
+        let udps = cfg
+            .udp
+            .iter()
+            .map(|u| Udp {
+                sent: 0,
+                received_bytes: 0,
+                gap: serialization(u.bytes, u.rate_bps),
+            })
+            .collect();
         events.schedule(cfg.sample_interval, Event::Sample);
         Ok(Sim {
             now: 0,
@@ -173,6 +243,8 @@ impl Sim {
             links,
             pipes,
             flows,
+            pings,
+            udps,
             scratch: Vec::with_capacity(64),
             results: Results::new(&cfg),
             last_link_stats: [LinkStats::default(); 2],
@@ -219,6 +291,8 @@ impl Sim {
                 self.flush(f as usize, true);
             }
             Event::FlowStop(f) => self.flows[f as usize].sender.stop(),
+            Event::PingSend(id) => self.ping_send(id),
+            Event::UdpSend(id) => self.udp_send(id),
             Event::Sample => self.sample(),
         }
     }
@@ -275,7 +349,7 @@ impl Sim {
     }
 
     fn propagate(&mut self, at: Time, p: Packet) {
-        let pipe = 2 * p.flow as usize + usize::from(p.kind == Kind::Ack);
+        let pipe = 2 * p.flow as usize + usize::from(p.kind.is_reverse());
         if let Some(t) = self.pipes[pipe].push(at, p, &mut self.rng) {
             self.events.schedule(t, Event::PipeArrival(pipe as u32));
         }
@@ -291,10 +365,64 @@ impl Sim {
         }
     }
 
+    /// Puts a packet of a non-TCP flow on a link.
+    fn send_other(&mut self, link: usize, p: Packet) {
+        match self.links[link].arrive(self.now, p, &mut self.rng) {
+            Arrival::Departs(done, p) => self.propagate(done, p),
+            Arrival::Started(done) => self.events.schedule(done, Event::LinkTxDone(link as u16)),
+            Arrival::Queued | Arrival::Dropped => {}
+        }
+    }
+
+    fn ping_send(&mut self, id: u32) {
+        let i = id as usize - self.flows.len();
+        let cfg = &self.cfg.pings[i];
+        if cfg.stop.is_some_and(|s| self.now >= s) {
+            return;
+        }
+        let next = self.now + cfg.interval;
+        self.pings[i].sent += 1;
+        // 84 bytes: IPv4 20 + ICMP 8 + 56 bytes of payload, ping's default.
+        self.send_other(0, Packet::other(id, Kind::PingRequest, 84, self.now));
+        self.events.schedule(next, Event::PingSend(id));
+    }
+
+    fn udp_send(&mut self, id: u32) {
+        let i = id as usize - self.flows.len() - self.pings.len();
+        let cfg = &self.cfg.udp[i];
+        if cfg.stop.is_some_and(|s| self.now >= s) {
+            return;
+        }
+        let (link, bytes) = (if cfg.upload { 0 } else { 1 }, cfg.bytes);
+        let next = self.now + self.udps[i].gap;
+        self.udps[i].sent += 1;
+        self.send_other(link, Packet::other(id, Kind::Udp, bytes, self.now));
+        self.events.schedule(next, Event::UdpSend(id));
+    }
+
     fn pipe_arrival(&mut self, pipe: usize) {
         while let Some(p) = self.pipes[pipe].pop(self.now) {
             let f = p.flow as usize;
             match p.kind {
+                Kind::PingRequest => {
+                    let reply = Packet::other(p.flow, Kind::PingReply, p.bytes, p.sent);
+                    self.send_other(1, reply);
+                }
+                Kind::PingReply => {
+                    let i = f - self.flows.len();
+                    let rtt_us = ((self.now - p.sent) / 1000).min(u32::MAX as u64) as u32;
+                    self.pings[i].received += 1;
+                    self.pings[i].hist.add(rtt_us);
+                    self.results.ping_series.push(PingSample {
+                        t: self.now as f64 / SEC as f64,
+                        ping: i as u32,
+                        rtt_ms: rtt_us as f64 / 1000.0,
+                    });
+                }
+                Kind::Udp => {
+                    let i = f - self.flows.len() - self.pings.len();
+                    self.udps[i].received_bytes += p.bytes as u64;
+                }
                 Kind::Data => {
                     self.flows[f]
                         .receiver
@@ -394,6 +522,34 @@ impl Sim {
             if let Some(r) = fl.sender.take_recorder() {
                 r.finish()?;
             }
+        }
+        for (i, (p, cfg)) in self.pings.iter().zip(&self.cfg.pings).enumerate() {
+            self.results.pings.push(PingSummary {
+                ping: i as u32,
+                rtt_ms: cfg.rtt as f64 / 1e6,
+                sent: p.sent,
+                received: p.received,
+                rtt_p50_ms: p.hist.quantile(0.5) as f64 / 1000.0,
+                rtt_p95_ms: p.hist.quantile(0.95) as f64 / 1000.0,
+            });
+        }
+        for (i, (u, cfg)) in self.udps.iter().zip(&self.cfg.udp).enumerate() {
+            let active = cfg
+                .stop
+                .unwrap_or(self.cfg.duration)
+                .min(self.cfg.duration)
+                .saturating_sub(cfg.start)
+                .max(1);
+            self.results.udp.push(UdpSummary {
+                udp: i as u32,
+                sent: u.sent,
+                goodput_bps: u.received_bytes as f64 * 8.0 * SEC as f64 / active as f64,
+                loss: if u.sent == 0 {
+                    0.0
+                } else {
+                    1.0 - u.received_bytes as f64 / (u.sent as f64 * cfg.bytes as f64)
+                },
+            });
         }
         for (l, link) in self.links.iter().enumerate() {
             self.results.links[l] = link.stats;

@@ -55,6 +55,8 @@ pub fn dumbbell(
         jitter: kleinrock_sim::time::serialization(1500, rate_bps),
         links: [link(rate_bps, queue, loss_ppm), link(rate_bps, 1000, 0)],
         flows,
+        pings: vec![],
+        udp: vec![],
     }
 }
 
@@ -378,4 +380,42 @@ fn with_ecn_aqms_mark_instead_of_dropping() {
         let total: f64 = r.flows.iter().map(|f| f.goodput_bps).sum();
         assert!(total > 8.5e6, "{q:?}: utilisation {total}");
     }
+}
+
+#[test]
+fn ping_measures_the_queue_a_bulk_flow_builds() {
+    use kleinrock_sim::world::{PingConfig, UdpConfig};
+    let mut bulk = flow("cubic", 40);
+    bulk.start = SEC;
+    let mut c = dumbbell(10_000_000, 84, 0, 20, vec![bulk]);
+    c.pings.push(PingConfig {
+        rtt: 40 * MS,
+        interval: 200 * MS,
+        start: 0,
+        stop: None,
+    });
+    c.udp.push(UdpConfig {
+        rate_bps: 1_000_000,
+        bytes: 1000,
+        rtt: 40 * MS,
+        upload: true,
+        start: 0,
+        stop: None,
+    });
+    let r = run(c);
+    let p = &r.pings[0];
+    assert!(p.sent >= 99 && p.received >= p.sent - 1, "{p:?}");
+    // Idle path 40 ms; under CUBIC the 84-packet FIFO adds up to ~100 ms.
+    assert!(p.rtt_p50_ms > 70.0 && p.rtt_p95_ms < 150.0, "{p:?}");
+    let first = r.ping_series.first().unwrap();
+    assert!(
+        (first.rtt_ms - 40.0).abs() < 2.0,
+        "before the flow starts the queue is empty: {}",
+        first.rtt_ms
+    );
+    let u = &r.udp[0];
+    assert!(
+        (u.goodput_bps / 1e6 - 1.0).abs() < 0.05 && u.loss < 0.05,
+        "{u:?}"
+    );
 }
