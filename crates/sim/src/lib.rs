@@ -18,6 +18,7 @@ pub mod event;
 pub mod fq_codel;
 pub mod link;
 pub mod loss;
+pub mod mahimahi;
 pub mod packet;
 pub mod queue;
 pub mod red;

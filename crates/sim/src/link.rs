@@ -11,6 +11,7 @@ use kleinrock_cc::rand::SplitMix64;
 use crate::codel::{Codel, Outcome};
 use crate::fq_codel::FqCodel;
 use crate::loss::LossModel;
+use crate::mahimahi::Trace;
 use crate::packet::Packet;
 use crate::queue::{Fifo, Verdict};
 use crate::red::Red;
@@ -51,6 +52,9 @@ pub enum Arrival {
 
 pub struct Link {
     pub rate_bps: u64,
+    /// A mahimahi trace replacing the constant rate (FIFO links only), and
+    /// the index of its next unused opportunity.
+    pub trace: Option<(Trace, u64)>,
     pub qdisc: Qdisc,
     pub loss: LossModel,
     /// FIFO: when the link finishes sending everything admitted so far.
@@ -64,6 +68,7 @@ impl Link {
     pub fn new(rate_bps: u64, qdisc: Qdisc, loss: LossModel) -> Link {
         Link {
             rate_bps,
+            trace: None,
             qdisc,
             loss,
             free_at: 0,
@@ -103,11 +108,22 @@ impl Link {
             Qdisc::Fifo(f) => {
                 f.advance(now);
                 let start = self.free_at.max(now);
+                // On a trace link the packet waits for its delivery
+                // opportunity and leaves at it.
+                let (start, done, next_idx) = match &self.trace {
+                    None => (start, start + serialization(p.bytes, self.rate_bps), 0),
+                    Some((t, idx)) => {
+                        let (i, at) = t.next(*idx, start);
+                        (at, at, i + 1)
+                    }
+                };
                 let v = f.admit(now, &mut p, start);
                 if !self.count(v) {
                     return Arrival::Dropped;
                 }
-                let done = start + serialization(p.bytes, self.rate_bps);
+                if let Some((_, idx)) = &mut self.trace {
+                    *idx = next_idx;
+                }
                 self.free_at = done;
                 if self.lose(rng, &p) {
                     return Arrival::Dropped;

@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use crate::codel::CodelParams;
 use crate::loss::LossModel;
+use crate::mahimahi::Trace;
 use crate::queue::Limit;
 use crate::red::RedParams;
 use crate::time::{serialization, Time, MS, SEC, US};
@@ -87,6 +88,7 @@ struct Tcp {
 #[serde(deny_unknown_fields)]
 struct LinkDir {
     rate: Option<S<String>>,
+    trace: Option<S<String>>,
     queue: Option<S<toml::Value>>,
     loss: Option<S<toml::Value>>,
     ecn_mark_at: Option<S<i64>>,
@@ -96,6 +98,7 @@ struct LinkDir {
 #[serde(deny_unknown_fields)]
 struct LinkSection {
     rate: Option<S<String>>,
+    trace: Option<S<String>>,
     queue: Option<S<toml::Value>>,
     loss: Option<S<toml::Value>>,
     ecn_mark_at: Option<S<i64>>,
@@ -448,6 +451,7 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
         .unwrap_or(40 * MS);
     let both = LinkDir {
         rate: f.link.rate.clone(),
+        trace: f.link.trace.clone(),
         queue: f.link.queue.clone(),
         loss: f.link.loss.clone(),
         ecn_mark_at: f.link.ecn_mark_at.clone(),
@@ -455,8 +459,8 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
     let up = merge(&both, f.link.up.as_ref());
     let down = merge(&both, f.link.down.as_ref());
     let links = [
-        link(&cx, &up, "link.up", mss, min_rtt)?,
-        link(&cx, &down, "link.down", mss, min_rtt)?,
+        link(&cx, &up, "link.up", mss, min_rtt, dir)?,
+        link(&cx, &down, "link.down", mss, min_rtt, dir)?,
     ];
     let jitter = match &f.link.jitter {
         Some(j) if j.get_ref() == "auto" => serialization(
@@ -492,8 +496,9 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
 fn merge(both: &LinkDir, dir: Option<&LinkDir>) -> LinkDir {
     let mut m = both.clone();
     if let Some(d) = dir {
-        if d.rate.is_some() {
+        if d.rate.is_some() || d.trace.is_some() {
             m.rate = d.rate.clone();
+            m.trace = d.trace.clone();
         }
         if d.queue.is_some() {
             m.queue = d.queue.clone();
@@ -514,21 +519,39 @@ fn link(
     section: &str,
     mss: u32,
     min_rtt: Time,
+    dir: Option<&Path>,
 ) -> Result<LinkConfig, ScenarioError> {
-    let Some(rate) = &d.rate else {
-        return Err(ScenarioError(format!(
-            "{}: [{section}] has no `rate`; give the bottleneck's rate in [link], e.g. rate = \"100Mbit\"",
-            cx.file
-        )));
-    };
-    let rate_bps = match parse_rate(rate.get_ref()) {
-        Some(r) => r,
-        None => {
-            return cx.err(
-                rate.span(),
-                format!("`rate` = \"{}\" is not a positive rate; write e.g. \"100Mbit\", \"1.5Gbit\" or \"128kbit\"", rate.get_ref()),
-            )
+    let trace = match &d.trace {
+        None => None,
+        Some(t) => {
+            let p = PathBuf::from(t.get_ref());
+            let p = match dir {
+                Some(d) if p.is_relative() => d.join(p),
+                _ => p,
+            };
+            match Trace::load(&p) {
+                Ok(tr) => Some(tr),
+                Err(e) => return cx.err(t.span(), format!("`trace`: {}", e.0)),
+            }
         }
+    };
+    let rate_bps = match (&d.rate, &trace) {
+        (_, Some(t)) => t.mean_rate_bps(),
+        (None, None) => {
+            return Err(ScenarioError(format!(
+                "{}: [{section}] has no `rate`; give the bottleneck's rate in [link], e.g. rate = \"100Mbit\", or a mahimahi `trace`",
+                cx.file
+            )))
+        }
+        (Some(rate), None) => match parse_rate(rate.get_ref()) {
+            Some(r) => r,
+            None => {
+                return cx.err(
+                    rate.span(),
+                    format!("`rate` = \"{}\" is not a positive rate; write e.g. \"100Mbit\", \"1.5Gbit\" or \"128kbit\"", rate.get_ref()),
+                )
+            }
+        },
     };
     let pkt = data_packet_bytes(mss);
     let bdp = bdp_packets(rate_bps, min_rtt, mss).max(1);
@@ -572,9 +595,13 @@ fn link(
                     }
                     None => return bad(&format!("= \"{s}\" is not a size")),
                 },
+                toml::Value::Table(_) if trace.is_some() => {
+                    return bad("is an AQM, but a trace link supports only a FIFO for now")
+                }
                 toml::Value::Table(t) => {
                     return Ok(LinkConfig {
                         rate_bps,
+                        trace: None,
                         queue: aqm(cx, q.span(), t, bdp)?,
                         loss: match &d.loss {
                             None => LossModel::None,
@@ -593,6 +620,7 @@ fn link(
     };
     Ok(LinkConfig {
         rate_bps,
+        trace,
         queue,
         loss,
     })
@@ -868,6 +896,33 @@ size = "1MB"
         assert_eq!(e, "s.toml line 8: `stop` must come after `start`");
         let e = err("duration = \"1s\n");
         assert!(e.starts_with("s.toml line 1:"), "{e}");
+    }
+
+    #[test]
+    fn a_mahimahi_trace_sets_the_link() {
+        let dir = std::env::temp_dir().join(format!("kleinrock-scn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // 12 Mbit/s: one 1500-byte packet per ms.
+        std::fs::write(
+            dir.join("flat.trace"),
+            (1..=100).map(|i| format!("{i}\n")).collect::<String>(),
+        )
+        .unwrap();
+        let text = "duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n[link.down]\ntrace = \"flat.trace\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n";
+        let c = parse(text, "t.toml", Some(&dir)).unwrap();
+        assert!(c.links[0].trace.is_none());
+        assert_eq!(c.links[1].rate_bps, 12_000_000);
+        let e = parse(
+            &text.replace("flat.trace", "missing.trace"),
+            "t.toml",
+            Some(&dir),
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.starts_with("t.toml line 5: `trace`: cannot read link trace"),
+            "{e}"
+        );
     }
 
     #[test]

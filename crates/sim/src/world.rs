@@ -19,6 +19,7 @@ use crate::codel::{Codel, CodelParams};
 use crate::fq_codel::FqCodel;
 use crate::link::{Arrival, Link, LinkStats, Pipe, Qdisc};
 use crate::loss::LossModel;
+use crate::mahimahi::Trace;
 use crate::packet::{Kind, Packet};
 use crate::queue::{Fifo, Limit};
 use crate::red::{Red, RedParams};
@@ -45,7 +46,10 @@ pub enum QueueConfig {
 /// One bottleneck direction.
 #[derive(Clone, Debug)]
 pub struct LinkConfig {
+    /// Constant rate; with a trace, its mean rate (for BDPs and reports).
     pub rate_bps: u64,
+    /// A mahimahi trace of delivery opportunities (FIFO queues only).
+    pub trace: Option<Trace>,
     pub queue: QueueConfig,
     pub loss: LossModel,
 }
@@ -62,7 +66,9 @@ impl LinkConfig {
                 0,
             ),
         };
-        Link::new(self.rate_bps, qdisc, self.loss.clone())
+        let mut link = Link::new(self.rate_bps, qdisc, self.loss.clone());
+        link.trace = self.trace.clone().map(|t| (t, 0));
+        link
     }
 }
 

@@ -10,6 +10,7 @@ use kleinrock_sim::{Config, FlowConfig, LinkConfig, Results, Sim};
 fn link(rate_bps: u64, packets: u32, loss_ppm: u32) -> LinkConfig {
     LinkConfig {
         rate_bps,
+        trace: None,
         queue: QueueConfig::Fifo {
             limit: Limit::Packets(packets),
             mark_at: None,
@@ -417,5 +418,45 @@ fn ping_measures_the_queue_a_bulk_flow_builds() {
     assert!(
         (u.goodput_bps / 1e6 - 1.0).abs() < 0.05 && u.loss < 0.05,
         "{u:?}"
+    );
+}
+
+#[test]
+fn a_trace_link_delivers_at_its_opportunities() {
+    use kleinrock_sim::mahimahi::Trace;
+    // 4 packets per ms for 500 ms, then 1 per ms for 500 ms: 48 then 12
+    // Mbit/s, looping each second.
+    let mut text = String::new();
+    for ms in 1..=1000 {
+        let n = if ms <= 500 { 4 } else { 1 };
+        for _ in 0..n {
+            text.push_str(&format!("{ms}\n"));
+        }
+    }
+    let trace = Trace::parse(&text, "t").unwrap();
+    let mut c = dumbbell(trace.mean_rate_bps(), 200, 0, 20, vec![flow("cubic", 20)]);
+    c.links[0].trace = Some(trace);
+    c.sample_interval = 250 * MS;
+    let r = run(c);
+    // The mean is 30 Mbit/s of 1500-byte packets; CUBIC gets most of it.
+    let g = r.flows[0].goodput_bps / 1e6;
+    assert!((22.0..29.0).contains(&g), "{g}");
+    // Goodput follows the trace's fast and slow halves.
+    let half = |fast: bool| -> f64 {
+        r.flow_series
+            .iter()
+            .filter(|s| s.t > 5.0)
+            .filter(|s| {
+                let f = s.t.fract();
+                (f > 0.001 && f < 0.501) == fast
+            })
+            .map(|s| s.goodput_bps)
+            .sum()
+    };
+    assert!(
+        half(true) > 2.0 * half(false),
+        "fast {} slow {}",
+        half(true),
+        half(false)
     );
 }

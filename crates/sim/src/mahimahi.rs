@@ -1,0 +1,129 @@
+//! Time-varying links from mahimahi traces (Netravali et al., "Mahimahi:
+//! Accurate Record-and-Replay for HTTP", USENIX ATC 2015).
+//!
+//! A trace is a text file with one integer per line: a millisecond at which
+//! the link may deliver one packet of up to 1500 bytes. Several lines may
+//! name the same millisecond (several packets then). The trace repeats with
+//! the period of its last timestamp, as mahimahi's `mm-link` replays it.
+
+use std::path::Path;
+
+use crate::time::{Time, MS};
+
+/// Delivery opportunities, looping.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
+    /// Opportunity times within one period, ns, non-decreasing.
+    opportunities: Vec<Time>,
+    period: Time,
+}
+
+/// Why a trace file was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceError(pub String);
+
+impl Trace {
+    pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
+        let mut opportunities = Vec::new();
+        let mut last = 0u64;
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let ms: u64 = line.parse().map_err(|_| {
+                TraceError(format!(
+                    "{name} line {}: `{line}` is not a millisecond timestamp; a mahimahi trace has one integer per line",
+                    i + 1
+                ))
+            })?;
+            if ms < last {
+                return Err(TraceError(format!(
+                    "{name} line {}: {ms} comes after {last}; timestamps must not decrease",
+                    i + 1
+                )));
+            }
+            last = ms;
+            opportunities.push(ms * MS);
+        }
+        if opportunities.is_empty() || last == 0 {
+            return Err(TraceError(format!(
+                "{name} has no delivery opportunity after time 0; a mahimahi trace needs at least one positive timestamp"
+            )));
+        }
+        Ok(Trace {
+            opportunities,
+            period: last * MS,
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<Trace, TraceError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TraceError(format!("cannot read link trace {}: {e}", path.display())))?;
+        Trace::parse(&text, &path.display().to_string())
+    }
+
+    fn time(&self, idx: u64) -> Time {
+        let n = self.opportunities.len() as u64;
+        (idx / n) * self.period + self.opportunities[(idx % n) as usize]
+    }
+
+    /// The first opportunity at or after `t`, not before index `from`;
+    /// returns its index and time.
+    pub fn next(&self, from: u64, t: Time) -> (u64, Time) {
+        let n = self.opportunities.len() as u64;
+        let mut idx = from;
+        if self.time(idx) < t {
+            // Jump whole periods, then search within one.
+            let loops = t / self.period;
+            let base = loops * n;
+            let within = t - loops * self.period;
+            let i = self.opportunities.partition_point(|&o| o < within) as u64;
+            idx = idx.max(base + i);
+        }
+        while self.time(idx) < t {
+            idx += 1;
+        }
+        (idx, self.time(idx))
+    }
+
+    /// Average rate in bits per second for 1500-byte packets.
+    pub fn mean_rate_bps(&self) -> u64 {
+        (self.opportunities.len() as u128 * 1500 * 8 * 1_000_000_000 / self.period as u128) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opportunities_loop_with_the_last_timestamp_as_period() {
+        let t = Trace::parse("1\n1\n3\n4\n", "t").unwrap();
+        assert_eq!(t.next(0, 0), (0, MS));
+        assert_eq!(t.next(1, 0), (1, MS));
+        assert_eq!(t.next(2, 0), (2, 3 * MS));
+        // Second period: 5, 5, 7, 8 ms.
+        assert_eq!(t.next(4, 0), (4, 5 * MS));
+        assert_eq!(t.next(0, 6 * MS), (6, 7 * MS));
+        assert_eq!(t.next(0, 4_000 * MS + 1), (4000, 4001 * MS));
+        assert_eq!(t.next(0, 4_002 * MS), (4002, 4003 * MS));
+        assert_eq!(t.mean_rate_bps(), 4 * 12_000 * 1000 / 4);
+    }
+
+    #[test]
+    fn bad_traces_are_refused_with_the_line() {
+        assert_eq!(
+            Trace::parse("1\nx\n", "t.trace").unwrap_err().0,
+            "t.trace line 2: `x` is not a millisecond timestamp; a mahimahi trace has one integer per line"
+        );
+        assert!(Trace::parse("5\n3\n", "t")
+            .unwrap_err()
+            .0
+            .contains("line 2: 3 comes after 5"));
+        assert!(Trace::parse("0\n0\n", "t")
+            .unwrap_err()
+            .0
+            .contains("no delivery opportunity"));
+    }
+}
