@@ -29,6 +29,8 @@ pub enum Event {
     PingSend(u32),
     /// A UDP flow sends its next datagram.
     UdpSend(u32),
+    /// A request/response flow's client sends its next request.
+    RequestSend(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

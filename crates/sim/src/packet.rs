@@ -23,13 +23,15 @@ pub enum Kind {
     PingReply,
     /// A UDP datagram of constant-rate cross traffic.
     Udp,
+    /// A request of a request/response flow, receiver to sender.
+    Request,
 }
 
 impl Kind {
     /// Does this packet travel in its flow's reverse direction (and so use
     /// its flow's second pipe)?
     pub fn is_reverse(self) -> bool {
-        matches!(self, Kind::Ack | Kind::PingReply)
+        matches!(self, Kind::Ack | Kind::PingReply | Kind::Request)
     }
 }
 

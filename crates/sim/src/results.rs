@@ -122,6 +122,10 @@ pub struct FlowSummary {
     pub rtt_p50_ms: f64,
     pub rtt_p95_ms: f64,
     pub rtt_p99_ms: f64,
+    /// Request/response flows: responses completed and their times.
+    pub responses: u64,
+    pub response_p50_ms: f64,
+    pub response_p95_ms: f64,
     pub completion_s: Option<f64>,
 }
 
@@ -363,6 +367,13 @@ impl Results {
                 u.udp,
                 u.goodput_bps / 1e6,
                 u.loss * 100.0
+            );
+        }
+        for f in self.flows.iter().filter(|f| f.responses > 0) {
+            let _ = writeln!(
+                s,
+                "flow {}: {} responses, time p50 {:.1} ms, p95 {:.1} ms",
+                f.flow, f.responses, f.response_p50_ms, f.response_p95_ms
             );
         }
         let up = self.links[0];

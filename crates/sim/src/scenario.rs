@@ -17,7 +17,7 @@ use crate::red::RedParams;
 use crate::time::{serialization, Time, MS, SEC, US};
 use crate::world::{
     bdp_packets, data_packet_bytes, Config, FlowConfig, LinkConfig, PingConfig, QueueConfig,
-    UdpConfig,
+    RequestResponse, UdpConfig,
 };
 
 /// A scenario that could not be read, as one sentence.
@@ -119,6 +119,9 @@ struct FlowSection {
     count: Option<S<i64>>,
     stagger: Option<S<String>>,
     trace: Option<String>,
+    request: Option<S<String>>,
+    response: Option<S<String>>,
+    think: Option<S<String>>,
 }
 
 /// Parses durations: `40ms`, `1.5s`, `200us`, `2min`.
@@ -357,6 +360,54 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
                 }
             },
         };
+        let request_response = match (&fs.request, &fs.response, &fs.think) {
+            (None, None, None) => None,
+            (req, Some(resp), think) => {
+                if fs.size.is_some() {
+                    return cx.err(fs.cc.span(), "a flow is either a transfer (`size`) or request/response (`response`), not both".into());
+                }
+                let request_bytes = match req {
+                    None => 100,
+                    Some(r) => match parse_bytes(r.get_ref()) {
+                        Some(b) if (1..=1448).contains(&b) => b as u32 + 52,
+                        _ => return cx.err(
+                            r.span(),
+                            format!(
+                                "`request` = \"{}\" is not a size from 1B to 1448B (one segment)",
+                                r.get_ref()
+                            ),
+                        ),
+                    },
+                };
+                let response_segments = match parse_bytes(resp.get_ref()) {
+                    Some(b) => b.div_ceil(mss as u64),
+                    None => {
+                        return cx.err(
+                            resp.span(),
+                            format!(
+                                "`response` = \"{}\" is not a size; write e.g. \"100KB\"",
+                                resp.get_ref()
+                            ),
+                        )
+                    }
+                };
+                let think = match think {
+                    Some(t) => cx.duration(t, "think")?,
+                    None => 0,
+                };
+                Some(RequestResponse {
+                    request_bytes,
+                    response_segments,
+                    think,
+                })
+            }
+            (Some(r), None, _) | (None, None, Some(r)) => {
+                return cx.err(
+                    r.span(),
+                    "a request/response flow needs `response` (the size of each response)".into(),
+                )
+            }
+        };
         let count = match &fs.count {
             Some(c) => cx.int(c, "count", 1, 100_000)? as u64,
             None => 1,
@@ -386,6 +437,7 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
                 upload,
                 size_segments,
                 trace,
+                request_response,
             });
         }
     }

@@ -85,6 +85,18 @@ pub struct FlowConfig {
     pub size_segments: Option<u64>,
     /// Record the flow's hook calls here.
     pub trace: Option<PathBuf>,
+    /// Requests and responses instead of bulk data.
+    pub request_response: Option<RequestResponse>,
+}
+
+/// A request/response workload: the client (the flow's receiver side)
+/// sends a one-packet request; the server answers with `response_segments`;
+/// after the whole response arrives and `think` passes, the next request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestResponse {
+    pub request_bytes: u32,
+    pub response_segments: u64,
+    pub think: Time,
 }
 
 /// A ping flow: echo requests left to right, replies right to left,
@@ -153,6 +165,12 @@ struct Flow {
     wake_at: Option<Time>,
     rtt_hist: Histogram,
     last_delivered: u64,
+    /// Request/response: segments delivered when the current response is
+    /// complete, when its request left, and the response times.
+    rr_target: u64,
+    rr_sent_at: Option<Time>,
+    responses: Histogram,
+    responses_done: u64,
 }
 
 /// A run in progress.
@@ -191,7 +209,11 @@ impl Sim {
                 hz: cfg.hz,
                 pace_all: cfg.pace_all,
                 ecn: cfg.ecn,
-                limit_segments: f.size_segments,
+                limit_segments: if f.request_response.is_some() {
+                    Some(0)
+                } else {
+                    f.size_segments
+                },
                 rwnd_segments: cfg.rwnd_segments,
                 slow_start_after_idle: cfg.slow_start_after_idle,
             };
@@ -203,6 +225,10 @@ impl Sim {
                 wake_at: None,
                 rtt_hist: Histogram::default(),
                 last_delivered: 0,
+                rr_target: 0,
+                rr_sent_at: None,
+                responses: Histogram::default(),
+                responses_done: 0,
             });
             pipes.push(Pipe::new(f.rtt / 2, cfg.jitter));
             pipes.push(Pipe::new(f.rtt - f.rtt / 2, 0));
@@ -295,7 +321,11 @@ impl Sim {
                 let fl = &mut self.flows[f as usize];
                 fl.sender.start(now, &mut self.scratch);
                 self.flush(f as usize, true);
+                if self.cfg.flows[f as usize].request_response.is_some() {
+                    self.send_request(f);
+                }
             }
+            Event::RequestSend(f) => self.send_request(f),
             Event::FlowStop(f) => self.flows[f as usize].sender.stop(),
             Event::PingSend(id) => self.ping_send(id),
             Event::UdpSend(id) => self.udp_send(id),
@@ -380,6 +410,44 @@ impl Sim {
         }
     }
 
+    fn send_request(&mut self, f: u32) {
+        let Some(rr) = self.cfg.flows[f as usize].request_response else {
+            return;
+        };
+        if self.cfg.flows[f as usize]
+            .stop
+            .is_some_and(|s| self.now >= s)
+        {
+            return;
+        }
+        let fl = &mut self.flows[f as usize];
+        fl.rr_target += rr.response_segments;
+        fl.rr_sent_at = Some(self.now);
+        let link = 1 - fl.data_link;
+        self.send_other(
+            link,
+            Packet::other(f, Kind::Request, rr.request_bytes, self.now),
+        );
+    }
+
+    /// A request/response flow's receiver got data: is the response whole?
+    fn check_response(&mut self, f: usize) {
+        let Some(rr) = self.cfg.flows[f].request_response else {
+            return;
+        };
+        let fl = &mut self.flows[f];
+        if let Some(sent) = fl.rr_sent_at {
+            if fl.receiver.delivered >= fl.rr_target {
+                fl.rr_sent_at = None;
+                fl.responses_done += 1;
+                fl.responses
+                    .add(((self.now - sent) / 1000).min(u32::MAX as u64) as u32);
+                self.events
+                    .schedule(self.now + rr.think, Event::RequestSend(f as u32));
+            }
+        }
+    }
+
     fn ping_send(&mut self, id: u32) {
         let i = id as usize - self.flows.len();
         let cfg = &self.cfg.pings[i];
@@ -425,6 +493,15 @@ impl Sim {
                         rtt_ms: rtt_us as f64 / 1000.0,
                     });
                 }
+                Kind::Request => {
+                    let segments = self.cfg.flows[f]
+                        .request_response
+                        .map_or(0, |r| r.response_segments);
+                    self.flows[f]
+                        .sender
+                        .offer(self.now, segments, &mut self.scratch);
+                    self.flush(f, true);
+                }
                 Kind::Udp => {
                     let i = f - self.flows.len() - self.pings.len();
                     self.udps[i].received_bytes += p.bytes as u64;
@@ -434,6 +511,7 @@ impl Sim {
                         .receiver
                         .on_data(self.now, &p, &mut self.scratch);
                     self.flush(f, false);
+                    self.check_response(f);
                 }
                 Kind::Ack => {
                     let fl = &mut self.flows[f];
@@ -523,7 +601,14 @@ impl Sim {
                 rtt_p50_ms: fl.rtt_hist.quantile(0.50) as f64 / 1000.0,
                 rtt_p95_ms: fl.rtt_hist.quantile(0.95) as f64 / 1000.0,
                 rtt_p99_ms: fl.rtt_hist.quantile(0.99) as f64 / 1000.0,
-                completion_s: s.done_at.map(|t| (t - start) as f64 / SEC as f64),
+                responses: fl.responses_done,
+                response_p50_ms: fl.responses.quantile(0.5) as f64 / 1000.0,
+                response_p95_ms: fl.responses.quantile(0.95) as f64 / 1000.0,
+                completion_s: if cfg.request_response.is_some() {
+                    None
+                } else {
+                    s.done_at.map(|t| (t - start) as f64 / SEC as f64)
+                },
             });
             if let Some(r) = fl.sender.take_recorder() {
                 r.finish()?;

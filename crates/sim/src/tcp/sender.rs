@@ -221,6 +221,14 @@ impl Sender {
         self.write_xmit(now, out);
     }
 
+    /// The application offers `segments` more to send (a response).
+    pub fn offer(&mut self, now: Time, segments: u64, out: &mut Vec<Packet>) {
+        self.cfg.limit_segments = Some(self.cfg.limit_segments.unwrap_or(0) + segments);
+        self.done_at = None;
+        self.sync(now);
+        self.write_xmit(now, out);
+    }
+
     /// Stops offering new data (a bulk flow's stop time).
     pub fn stop(&mut self) {
         self.stopped = true;
