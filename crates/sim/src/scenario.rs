@@ -370,13 +370,15 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
                     None => 100,
                     Some(r) => match parse_bytes(r.get_ref()) {
                         Some(b) if (1..=1448).contains(&b) => b as u32 + 52,
-                        _ => return cx.err(
-                            r.span(),
-                            format!(
+                        _ => {
+                            return cx.err(
+                                r.span(),
+                                format!(
                                 "`request` = \"{}\" is not a size from 1B to 1448B (one segment)",
                                 r.get_ref()
                             ),
-                        ),
+                            )
+                        }
                     },
                 };
                 let response_segments = match parse_bytes(resp.get_ref()) {

@@ -496,13 +496,25 @@ fn pacing_spreads_slow_start_bursts() {
         c.pace_all = pace_all;
         c.sample_interval = MS;
         let r = run(c);
-        let q = r.queue_series.iter().filter(|q| q.link == "up" && q.t < 0.2).map(|q| q.packets).max().unwrap();
+        let q = r
+            .queue_series
+            .iter()
+            .filter(|q| q.link == "up" && q.t < 0.2)
+            .map(|q| q.packets)
+            .max()
+            .unwrap();
         (q, r.flows[0].goodput_bps)
     };
     let (burst, g1) = max_queue(false);
     let (paced, g2) = max_queue(true);
     // Unpaced, each slow-start round leaves as a line-rate burst twice the
     // last; paced at 200% of cwnd/srtt, the queue stays far smaller.
-    assert!(paced * 3 < burst, "paced {paced} vs unpaced {burst} packets");
-    assert!(g2 > 0.8 * g1, "pacing costs little throughput: {g2} vs {g1}");
+    assert!(
+        paced * 3 < burst,
+        "paced {paced} vs unpaced {burst} packets"
+    );
+    assert!(
+        g2 > 0.8 * g1,
+        "pacing costs little throughput: {g2} vs {g1}"
+    );
 }
