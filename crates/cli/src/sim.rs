@@ -79,11 +79,14 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     let done_ns = AtomicU64::new(0);
     let start = Instant::now();
     let shown = Mutex::new(false);
-    let threads = a
-        .jobs
-        .map(|j| j as usize)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .min(jobs.len());
+    let threads = if jobs.len() == 1 {
+        1
+    } else {
+        a.jobs
+            .map(|j| j as usize)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .min(jobs.len())
+    };
     let next = AtomicU64::new(0);
     let results: Mutex<Vec<Option<Result<Results, String>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -108,29 +111,35 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         let _ = err.flush();
         *shown.lock().unwrap() = true;
     };
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                if i >= jobs.len() {
-                    break;
-                }
-                let cfg = jobs[i].cfg.clone();
-                let dur = cfg.duration;
-                let mut last = 0.0;
-                let r = Sim::new(cfg)
-                    .and_then(|sim| {
-                        sim.run(&mut |frac| {
-                            progress(((frac - last) * dur as f64) as u64);
-                            last = frac;
-                        })
-                    })
-                    .map_err(|e| format!("{}: cannot write a hook trace: {e}", jobs[i].name));
-                progress(((1.0 - last) * dur as f64) as u64);
-                results.lock().unwrap()[i] = Some(r);
-            });
+    let worker = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+        if i >= jobs.len() {
+            break;
         }
-    });
+        let cfg = jobs[i].cfg.clone();
+        let dur = cfg.duration;
+        let mut last = 0.0;
+        let r = Sim::new(cfg)
+            .and_then(|sim| {
+                sim.run(&mut |frac| {
+                    progress(((frac - last) * dur as f64) as u64);
+                    last = frac;
+                })
+            })
+            .map_err(|e| format!("{}: cannot write a hook trace: {e}", jobs[i].name));
+        progress(((1.0 - last) * dur as f64) as u64);
+        results.lock().unwrap()[i] = Some(r);
+    };
+    if threads == 1 {
+        // One run: no thread to start.
+        worker();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(worker);
+            }
+        });
+    }
     if *shown.lock().unwrap() {
         eprintln!();
     }
