@@ -20,10 +20,10 @@ pub struct Trace {
 
 /// Why a trace file was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceError(pub String);
+pub struct LinkTraceError(pub String);
 
 impl Trace {
-    pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
+    pub fn parse(text: &str, name: &str) -> Result<Trace, LinkTraceError> {
         let mut opportunities = Vec::new();
         let mut last = 0u64;
         for (i, line) in text.lines().enumerate() {
@@ -32,13 +32,13 @@ impl Trace {
                 continue;
             }
             let ms: u64 = line.parse().map_err(|_| {
-                TraceError(format!(
+                LinkTraceError(format!(
                     "{name} line {}: `{line}` is not a millisecond timestamp; a mahimahi trace has one integer per line",
                     i + 1
                 ))
             })?;
             if ms < last {
-                return Err(TraceError(format!(
+                return Err(LinkTraceError(format!(
                     "{name} line {}: {ms} comes after {last}; timestamps must not decrease",
                     i + 1
                 )));
@@ -47,7 +47,7 @@ impl Trace {
             opportunities.push(ms * MS);
         }
         if opportunities.is_empty() || last == 0 {
-            return Err(TraceError(format!(
+            return Err(LinkTraceError(format!(
                 "{name} has no delivery opportunity after time 0; a mahimahi trace needs at least one positive timestamp"
             )));
         }
@@ -57,9 +57,10 @@ impl Trace {
         })
     }
 
-    pub fn load(path: &Path) -> Result<Trace, TraceError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| TraceError(format!("cannot read link trace {}: {e}", path.display())))?;
+    pub fn load(path: &Path) -> Result<Trace, LinkTraceError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            LinkTraceError(format!("cannot read link trace {}: {e}", path.display()))
+        })?;
         Trace::parse(&text, &path.display().to_string())
     }
 

@@ -343,13 +343,7 @@ impl Sim {
         };
         for i in 0..self.scratch.len() {
             let p = self.scratch[i];
-            match self.links[link].arrive(self.now, p, &mut self.rng) {
-                Arrival::Departs(done, p) => self.propagate(done, p),
-                Arrival::Started(done) => {
-                    self.events.schedule(done, Event::LinkTxDone(link as u16))
-                }
-                Arrival::Queued | Arrival::Dropped => {}
-            }
+            self.put_on_link(link, p);
         }
         self.scratch.clear();
         self.arm_flow(f);
@@ -401,8 +395,8 @@ impl Sim {
         }
     }
 
-    /// Puts a packet of a non-TCP flow on a link.
-    fn send_other(&mut self, link: usize, p: Packet) {
+    /// Offers a packet to a link; if it gets through, it is on its way.
+    fn put_on_link(&mut self, link: usize, p: Packet) {
         match self.links[link].arrive(self.now, p, &mut self.rng) {
             Arrival::Departs(done, p) => self.propagate(done, p),
             Arrival::Started(done) => self.events.schedule(done, Event::LinkTxDone(link as u16)),
@@ -424,7 +418,7 @@ impl Sim {
         fl.rr_target += rr.response_segments;
         fl.rr_sent_at = Some(self.now);
         let link = 1 - fl.data_link;
-        self.send_other(
+        self.put_on_link(
             link,
             Packet::other(f, Kind::Request, rr.request_bytes, self.now),
         );
@@ -457,7 +451,7 @@ impl Sim {
         let next = self.now + cfg.interval;
         self.pings[i].sent += 1;
         // 84 bytes: IPv4 20 + ICMP 8 + 56 bytes of payload, ping's default.
-        self.send_other(0, Packet::other(id, Kind::PingRequest, 84, self.now));
+        self.put_on_link(0, Packet::other(id, Kind::PingRequest, 84, self.now));
         self.events.schedule(next, Event::PingSend(id));
     }
 
@@ -470,7 +464,7 @@ impl Sim {
         let (link, bytes) = (if cfg.upload { 0 } else { 1 }, cfg.bytes);
         let next = self.now + self.udps[i].gap;
         self.udps[i].sent += 1;
-        self.send_other(link, Packet::other(id, Kind::Udp, bytes, self.now));
+        self.put_on_link(link, Packet::other(id, Kind::Udp, bytes, self.now));
         self.events.schedule(next, Event::UdpSend(id));
     }
 
@@ -480,7 +474,7 @@ impl Sim {
             match p.kind {
                 Kind::PingRequest => {
                     let reply = Packet::other(p.flow, Kind::PingReply, p.bytes, p.sent);
-                    self.send_other(1, reply);
+                    self.put_on_link(1, reply);
                 }
                 Kind::PingReply => {
                     let i = f - self.flows.len();

@@ -566,7 +566,7 @@ impl Sender {
         if self.sb.lost_out > prior_lost
             && matches!(self.sk.icsk_ca_state, CaState::Open | CaState::Disorder)
         {
-            self.enter_recovery(false);
+            self.enter_recovery();
         }
         self.write_xmit(now, out);
         if self.timer.is_none() {
@@ -634,8 +634,7 @@ impl Sender {
     }
 
     /// `tcp_enter_recovery()`.
-    fn enter_recovery(&mut self, ece_ack: bool) {
-        let _ = ece_ack;
+    fn enter_recovery(&mut self) {
         if !self.in_cwnd_reduction() {
             self.init_cwnd_reduction();
         }
@@ -782,7 +781,7 @@ impl Sender {
         }
 
         self.process_tlp_ack(cum, ack.dsack, flag);
-        self.fastretrans_alert(now, prior_una, flag, ece);
+        self.fastretrans_alert(now, ece);
 
         self.stats.delivered += delivered as u64;
         self.sync(now);
@@ -822,8 +821,7 @@ impl Sender {
     }
 
     /// `tcp_fastretrans_alert()`, reduced to RACK-based detection.
-    fn fastretrans_alert(&mut self, now: Time, prior_una: u32, flag: u32, ece: bool) {
-        let _ = prior_una;
+    fn fastretrans_alert(&mut self, now: Time, ece: bool) {
         // State exits: high_seq fully ACKed.
         if self.sk.icsk_ca_state != CaState::Open && self.sb.una >= self.high_seq {
             match self.sk.icsk_ca_state {
@@ -850,7 +848,7 @@ impl Sender {
         match self.sk.icsk_ca_state {
             CaState::Open | CaState::Disorder => {
                 if self.sb.lost_out > 0 {
-                    self.enter_recovery(ece);
+                    self.enter_recovery();
                 } else {
                     let want = if self.sb.sacked_out > 0 || self.sb.retrans_out > 0 {
                         CaState::Disorder
@@ -862,10 +860,9 @@ impl Sender {
                     }
                 }
             }
-            CaState::Cwr if self.sb.lost_out > 0 => self.enter_recovery(ece),
+            CaState::Cwr if self.sb.lost_out > 0 => self.enter_recovery(),
             _ => {}
         }
-        let _ = flag;
     }
 
     /// `tcp_cong_control()`.
