@@ -82,6 +82,7 @@ struct Tcp {
     ecn: Option<bool>,
     pace_all: Option<bool>,
     slow_start_after_idle: Option<bool>,
+    delayed_ack: Option<S<String>>,
 }
 
 #[derive(Deserialize, Debug, Clone, Default)]
@@ -89,6 +90,7 @@ struct Tcp {
 struct LinkDir {
     rate: Option<S<String>>,
     trace: Option<S<String>>,
+    delay: Option<S<String>>,
     queue: Option<S<toml::Value>>,
     loss: Option<S<toml::Value>>,
     ecn_mark_at: Option<S<i64>>,
@@ -99,6 +101,7 @@ struct LinkDir {
 struct LinkSection {
     rate: Option<S<String>>,
     trace: Option<S<String>>,
+    delay: Option<S<String>>,
     queue: Option<S<toml::Value>>,
     loss: Option<S<toml::Value>>,
     ecn_mark_at: Option<S<i64>>,
@@ -506,6 +509,7 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
     let both = LinkDir {
         rate: f.link.rate.clone(),
         trace: f.link.trace.clone(),
+        delay: f.link.delay.clone(),
         queue: f.link.queue.clone(),
         loss: f.link.loss.clone(),
         ecn_mark_at: f.link.ecn_mark_at.clone(),
@@ -539,6 +543,16 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
         pace_all: t.pace_all.unwrap_or(false),
         ecn: t.ecn.unwrap_or(false),
         slow_start_after_idle: t.slow_start_after_idle.unwrap_or(true),
+        delayed_acks: match &t.delayed_ack {
+            None => true,
+            Some(d) => match d.get_ref().as_str() {
+                "linux" => true,
+                "off" => false,
+                other => {
+                    return cx.err(d.span(), format!("`delayed_ack` = \"{other}\" is not a policy; write \"linux\" (quick ACKs, then every second segment, 40 ms timer) or \"off\" (every segment)"))
+                }
+            },
+        },
         jitter,
         links,
         flows,
@@ -556,6 +570,9 @@ fn merge(both: &LinkDir, dir: Option<&LinkDir>) -> LinkDir {
         }
         if d.queue.is_some() {
             m.queue = d.queue.clone();
+        }
+        if d.delay.is_some() {
+            m.delay = d.delay.clone();
         }
         if d.loss.is_some() {
             m.loss = d.loss.clone();
@@ -607,6 +624,10 @@ fn link(
             }
         },
     };
+    let delay = match &d.delay {
+        Some(v) => cx.duration(v, "delay")?,
+        None => 0,
+    };
     let pkt = data_packet_bytes(mss);
     let bdp = bdp_packets(rate_bps, min_rtt, mss).max(1);
     let mark_at = match &d.ecn_mark_at {
@@ -656,6 +677,7 @@ fn link(
                     return Ok(LinkConfig {
                         rate_bps,
                         trace: None,
+                        delay,
                         queue: aqm(cx, q.span(), t, bdp)?,
                         loss: match &d.loss {
                             None => LossModel::None,
@@ -675,6 +697,7 @@ fn link(
     Ok(LinkConfig {
         rate_bps,
         trace,
+        delay,
         queue,
         loss,
     })
@@ -965,6 +988,7 @@ size = "1MB"
         let text = "duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n[link.down]\ntrace = \"flat.trace\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n";
         let c = parse(text, "t.toml", Some(&dir)).unwrap();
         assert!(c.links[0].trace.is_none());
+        assert_eq!(c.links[0].delay, 0);
         assert_eq!(c.links[1].rate_bps, 12_000_000);
         let e = parse(
             &text.replace("flat.trace", "missing.trace"),

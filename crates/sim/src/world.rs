@@ -50,6 +50,9 @@ pub struct LinkConfig {
     pub rate_bps: u64,
     /// A mahimahi trace of delivery opportunities (FIFO queues only).
     pub trace: Option<Trace>,
+    /// One-way propagation delay of the link, added to every flow crossing
+    /// it (a flow's RTT is its own `rtt` plus both directions' delays).
+    pub delay: Time,
     pub queue: QueueConfig,
     pub loss: LossModel,
 }
@@ -134,6 +137,9 @@ pub struct Config {
     pub pace_all: bool,
     pub ecn: bool,
     pub slow_start_after_idle: bool,
+    /// Linux's delayed ACKs (quick ACKs, then every second segment, 40 ms
+    /// timer); false: ACK every segment.
+    pub delayed_acks: bool,
     /// Up to this much random extra delay per data packet after the
     /// bottleneck (see [`Pipe`]); 0 for a perfectly periodic network.
     pub jitter: Time,
@@ -219,7 +225,7 @@ impl Sim {
             };
             flows.push(Flow {
                 sender: Sender::new(i as u32, f.cc.clone(), scfg, recorder),
-                receiver: Receiver::new(i as u32),
+                receiver: Receiver::new(i as u32, cfg.delayed_acks),
                 data_link: if f.upload { 0 } else { 1 },
                 stop: f.stop,
                 wake_at: None,
@@ -230,8 +236,10 @@ impl Sim {
                 responses: Histogram::default(),
                 responses_done: 0,
             });
-            pipes.push(Pipe::new(f.rtt / 2, cfg.jitter));
-            pipes.push(Pipe::new(f.rtt - f.rtt / 2, 0));
+            let (data, ack) = if f.upload { (0, 1) } else { (1, 0) };
+            let (d_data, d_ack) = (cfg.links[data].delay, cfg.links[ack].delay);
+            pipes.push(Pipe::new(f.rtt / 2 + d_data, cfg.jitter));
+            pipes.push(Pipe::new(f.rtt - f.rtt / 2 + d_ack, 0));
             events.schedule(f.start, Event::FlowStart(i as u32));
             if let Some(stop) = f.stop {
                 events.schedule(stop, Event::FlowStop(i as u32));
@@ -239,14 +247,15 @@ impl Sim {
         }
         let n = cfg.flows.len() as u32;
         for (i, p) in cfg.pings.iter().enumerate() {
-            pipes.push(Pipe::new(p.rtt / 2, 0));
-            pipes.push(Pipe::new(p.rtt - p.rtt / 2, 0));
+            pipes.push(Pipe::new(p.rtt / 2 + cfg.links[0].delay, 0));
+            pipes.push(Pipe::new(p.rtt - p.rtt / 2 + cfg.links[1].delay, 0));
             events.schedule(p.start, Event::PingSend(n + i as u32));
         }
         let np = n + cfg.pings.len() as u32;
         for (i, u) in cfg.udp.iter().enumerate() {
-            pipes.push(Pipe::new(u.rtt / 2, 0));
-            pipes.push(Pipe::new(u.rtt - u.rtt / 2, 0));
+            let (fwd, rev) = if u.upload { (0, 1) } else { (1, 0) };
+            pipes.push(Pipe::new(u.rtt / 2 + cfg.links[fwd].delay, 0));
+            pipes.push(Pipe::new(u.rtt - u.rtt / 2 + cfg.links[rev].delay, 0));
             events.schedule(u.start, Event::UdpSend(np + i as u32));
         }
         let pings = cfg
@@ -584,7 +593,7 @@ impl Sim {
                 flow: i as u32,
                 cc: cfg.cc.spec(),
                 direction: if cfg.upload { "upload" } else { "download" },
-                rtt_ms: cfg.rtt as f64 / 1e6,
+                rtt_ms: (cfg.rtt + self.cfg.links[0].delay + self.cfg.links[1].delay) as f64 / 1e6,
                 goodput_bps: bytes as f64 * 8.0 * SEC as f64 / active as f64,
                 bytes,
                 segments_sent: s.stats.segments_sent,
@@ -611,7 +620,7 @@ impl Sim {
         for (i, (p, cfg)) in self.pings.iter().zip(&self.cfg.pings).enumerate() {
             self.results.pings.push(PingSummary {
                 ping: i as u32,
-                rtt_ms: cfg.rtt as f64 / 1e6,
+                rtt_ms: (cfg.rtt + self.cfg.links[0].delay + self.cfg.links[1].delay) as f64 / 1e6,
                 sent: p.sent,
                 received: p.received,
                 rtt_p50_ms: p.hist.quantile(0.5) as f64 / 1000.0,

@@ -11,6 +11,7 @@ fn link(rate_bps: u64, packets: u32, loss_ppm: u32) -> LinkConfig {
     LinkConfig {
         rate_bps,
         trace: None,
+        delay: 0,
         queue: QueueConfig::Fifo {
             limit: Limit::Packets(packets),
             mark_at: None,
@@ -54,6 +55,7 @@ pub fn dumbbell(
         pace_all: false,
         ecn: false,
         slow_start_after_idle: true,
+        delayed_acks: true,
         jitter: kleinrock_sim::time::serialization(1500, rate_bps),
         links: [link(rate_bps, queue, loss_ppm), link(rate_bps, 1000, 0)],
         flows,

@@ -36,12 +36,13 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    pub fn new(flow: u32) -> Receiver {
+    /// A receiver; with `delayed_acks` false it ACKs every segment.
+    pub fn new(flow: u32, delayed_acks: bool) -> Receiver {
         Receiver {
             flow,
             rcv_nxt: 0,
             ooo: Vec::with_capacity(8),
-            quick: QUICKACKS,
+            quick: if delayed_acks { QUICKACKS } else { u32::MAX },
             unacked: 0,
             delack_at: None,
             ece: false,
@@ -154,7 +155,7 @@ mod tests {
 
     #[test]
     fn quick_acks_then_every_second_segment() {
-        let mut r = Receiver::new(0);
+        let mut r = Receiver::new(0, true);
         let mut out = Vec::new();
         for s in 0..16 {
             r.on_data(0, &data(s), &mut out);
@@ -170,7 +171,7 @@ mod tests {
 
     #[test]
     fn a_lone_segment_waits_for_the_delack_timer() {
-        let mut r = Receiver::new(0);
+        let mut r = Receiver::new(0, true);
         r.quick = 0;
         let mut out = Vec::new();
         r.on_data(1000, &data(0), &mut out);
@@ -185,7 +186,7 @@ mod tests {
 
     #[test]
     fn holes_produce_sack_blocks_most_recent_first() {
-        let mut r = Receiver::new(0);
+        let mut r = Receiver::new(0, true);
         let mut out = Vec::new();
         r.on_data(0, &data(0), &mut out);
         r.on_data(0, &data(2), &mut out);
@@ -208,7 +209,7 @@ mod tests {
 
     #[test]
     fn ce_is_echoed_until_cwr() {
-        let mut r = Receiver::new(0);
+        let mut r = Receiver::new(0, true);
         let mut out = Vec::new();
         let mut p = data(0);
         p.ecn = Ecn::Ce;
