@@ -163,6 +163,33 @@ fn delayed_acks_halve_the_ack_count() {
         (acks / data - 0.5).abs() < 0.05,
         "{acks} ACKs for {data} segments"
     );
+    let mut c = dumbbell(10_000_000, 84, 0, 20, vec![flow("reno", 40)]);
+    c.delayed_acks = false;
+    let r = run(c);
+    let (data, acks) = (r.links[0].tx_packets as f64, r.links[1].tx_packets as f64);
+    assert!(
+        (acks / data - 1.0).abs() < 0.02,
+        "{acks} ACKs for {data} segments"
+    );
+}
+
+#[test]
+fn link_delay_adds_to_every_flows_rtt() {
+    let mut c = dumbbell(100_000_000, 1000, 0, 5, vec![flow("cubic", 10)]);
+    c.links[0].delay = 5 * MS;
+    c.links[1].delay = 10 * MS;
+    let r = run(c);
+    let f = &r.flows[0];
+    assert_eq!(f.rtt_ms, 25.0);
+    // 10 + 5 + 10 ms, plus the serialization and jitter of a packet.
+    let min = r
+        .flow_series
+        .iter()
+        .map(|s| s.min_rtt_us)
+        .filter(|&m| m > 0)
+        .min()
+        .unwrap();
+    assert!((25_000..25_300).contains(&min), "{min}");
 }
 
 #[test]
