@@ -33,16 +33,17 @@ pub enum Event {
     RequestSend(u32),
 }
 
+/// Time in the high 64 bits, insertion order in the low: one comparison
+/// orders by time, then by scheduling order.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    at: Time,
-    seq: u64,
+    key: u128,
     ev: Event,
 }
 
 impl PartialEq for Entry {
     fn eq(&self, o: &Self) -> bool {
-        self.at == o.at && self.seq == o.seq
+        self.key == o.key
     }
 }
 impl Eq for Entry {}
@@ -54,7 +55,7 @@ impl PartialOrd for Entry {
 impl Ord for Entry {
     /// Reversed: the heap pops the earliest event first.
     fn cmp(&self, o: &Self) -> Ordering {
-        o.at.cmp(&self.at).then(o.seq.cmp(&self.seq))
+        o.key.cmp(&self.key)
     }
 }
 
@@ -76,15 +77,14 @@ impl EventQueue {
     pub fn schedule(&mut self, at: Time, ev: Event) {
         self.seq += 1;
         self.heap.push(Entry {
-            at,
-            seq: self.seq,
+            key: (at as u128) << 64 | self.seq as u128,
             ev,
         });
     }
 
     /// The next event and its time.
     pub fn pop(&mut self) -> Option<(Time, Event)> {
-        self.heap.pop().map(|e| (e.at, e.ev))
+        self.heap.pop().map(|e| ((e.key >> 64) as Time, e.ev))
     }
 
     pub fn len(&self) -> usize {
