@@ -913,66 +913,37 @@ size = "1MB"
     #[test]
     fn each_kind_of_mistake_names_key_and_line() {
         let base = "duration = \"10s\"\n[link]\nrate = \"10Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n";
-        let e = err(&base.replace("rate = ", "ratee = "));
-        assert!(
-            e.starts_with("s.toml line 3: unknown key `ratee`, expected one of"),
-            "{e}"
-        );
-        let e = err(&base.replace("\"10Mbit\"", "\"-5Mbit\""));
-        assert_eq!(e, "s.toml line 3: `rate` = \"-5Mbit\" is not a positive rate; write e.g. \"100Mbit\", \"1.5Gbit\" or \"128kbit\"");
-        let e = err(&(base.to_string() + "[tcp]\nmss = 0\n"));
-        assert_eq!(
-            e,
-            "s.toml line 8: `mss` = 0 is out of range; it must be from 64 to 65483"
-        );
-        let e = err(&base.replace("rate = \"10Mbit\"", "rate = \"10Mbit\"\nqueue = 0"));
-        assert!(
-            e.starts_with("s.toml line 4: `queue` = 0 is smaller than one packet"),
-            "{e}"
-        );
-        let e = err(&base.replace("rate = \"10Mbit\"", "rate = \"10Mbit\"\nqueue = \"1000B\""));
-        assert!(
-            e.starts_with(
-                "s.toml line 4: `queue` = \"1000B\" is smaller than one 1500-byte packet"
+        let rate = "rate = \"10Mbit\"";
+        let with_rate = |extra: &str| base.replace(rate, &format!("{rate}\n{extra}"));
+        // (scenario, the error it must start with)
+        let cases: Vec<(String, &str)> = vec![
+            (base.replace("rate = ", "ratee = "), "s.toml line 3: unknown key `ratee`, expected one of"),
+            (
+                base.replace("\"10Mbit\"", "\"-5Mbit\""),
+                "s.toml line 3: `rate` = \"-5Mbit\" is not a positive rate; write e.g. \"100Mbit\", \"1.5Gbit\" or \"128kbit\"",
             ),
-            "{e}"
-        );
-        let e = err(&base.replace("\"40ms\"", "\"40 parsecs\""));
-        assert!(
-            e.starts_with("s.toml line 6: `rtt` = \"40 parsecs\" is not a duration"),
-            "{e}"
-        );
-        let e = err(&base.replace("\"reno\"", "\"renoo\""));
-        assert!(
-            e.starts_with("s.toml line 5: `cc`: unknown algorithm `renoo`; valid algorithms are"),
-            "{e}"
-        );
-        let e = err(&base.replace("rate = \"10Mbit\"", "rate = \"10Mbit\"\nloss = \"150%\""));
-        assert!(
-            e.starts_with("s.toml line 4: `loss` = \"150%\" is not a probability"),
-            "{e}"
-        );
-        let e = err(&base.replace("duration = \"10s\"\n", ""));
-        assert!(
-            e.starts_with("s.toml line 1: missing key `duration`"),
-            "{e}"
-        );
-        let e = err(&base.replace("duration = \"10s\"", "duration = \"0s\""));
-        assert_eq!(e, "s.toml line 1: `duration` must be longer than zero");
-        let e = err("duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n");
-        assert!(
-            e.contains("no [[flow]], [[ping]] or [[udp]] sections"),
-            "{e}"
-        );
-        let e = err(&(base.to_string() + "direction = \"sideways\"\n"));
-        assert!(
-            e.starts_with("s.toml line 7: `direction` = \"sideways\""),
-            "{e}"
-        );
-        let e = err("duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"1ms\"\nstart = \"2s\"\nstop = \"1s\"\n");
-        assert_eq!(e, "s.toml line 8: `stop` must come after `start`");
-        let e = err("duration = \"1s\n");
-        assert!(e.starts_with("s.toml line 1:"), "{e}");
+            (base.to_string() + "[tcp]\nmss = 0\n", "s.toml line 8: `mss` = 0 is out of range; it must be from 64 to 65483"),
+            (with_rate("queue = 0"), "s.toml line 4: `queue` = 0 is smaller than one packet"),
+            (with_rate("queue = \"1000B\""), "s.toml line 4: `queue` = \"1000B\" is smaller than one 1500-byte packet"),
+            (with_rate("queue = { kind = \"pie\" }"), "s.toml line 4: queue `kind` = \"pie\" is not a queue"),
+            (with_rate("queue = { kind = \"codel\", targett = \"5ms\" }"), "s.toml line 4: unknown key `targett` in a codel queue"),
+            (base.replace("\"40ms\"", "\"40 parsecs\""), "s.toml line 6: `rtt` = \"40 parsecs\" is not a duration"),
+            (base.replace("\"reno\"", "\"renoo\""), "s.toml line 5: `cc`: unknown algorithm `renoo`; valid algorithms are"),
+            (with_rate("loss = \"150%\""), "s.toml line 4: `loss` = \"150%\" is not a probability"),
+            (base.replace("duration = \"10s\"\n", ""), "s.toml line 1: missing key `duration`"),
+            (base.replace("duration = \"10s\"", "duration = \"0s\""), "s.toml line 1: `duration` must be longer than zero"),
+            ("duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n".into(), "s.toml: no [[flow]], [[ping]] or [[udp]] sections"),
+            (base.to_string() + "direction = \"sideways\"\n", "s.toml line 7: `direction` = \"sideways\""),
+            (base.to_string() + "start = \"2s\"\nstop = \"1s\"\n", "s.toml line 8: `stop` must come after `start`"),
+            (base.to_string() + "response = \"lots\"\n", "s.toml line 7: `response` = \"lots\" is not a size"),
+            (base.to_string() + "[tcp]\ndelayed_ack = \"sometimes\"\n", "s.toml line 8: `delayed_ack` = \"sometimes\" is not a policy"),
+            ("duration = \"1s\n".into(), "s.toml line 1:"),
+        ];
+        for (text, want) in cases {
+            let e = err(&text);
+            assert!(e.starts_with(want), "got: {e}\nwant: {want}...");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 
     #[test]

@@ -274,17 +274,15 @@ fn same_seed_same_bytes_other_seed_other_losses() {
 
 #[test]
 fn simulated_flows_record_traces_that_replay_exactly() {
-    let dir = std::env::temp_dir().join(format!("kleinrock-sim-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut flows = Vec::new();
-    for (i, spec) in [
+    const SPECS: [&str; 3] = [
         "cubic",
         "reno:hystart=hspp",
         "cubic:friendly=eq4:hystart=hspp",
-    ]
-    .iter()
-    .enumerate()
-    {
+    ];
+    let dir = std::env::temp_dir().join(format!("kleinrock-sim-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut flows = Vec::new();
+    for (i, spec) in SPECS.iter().enumerate() {
         let mut f = flow(spec, 20 + 20 * i as u64);
         f.trace = Some(dir.join(format!("f{i}.csv.gz")));
         flows.push(f);
@@ -293,14 +291,7 @@ fn simulated_flows_record_traces_that_replay_exactly() {
     c.hz = 100;
     let r = run(c);
     assert!(r.flows.iter().all(|f| f.retransmits > 0));
-    for (i, spec) in [
-        "cubic",
-        "reno:hystart=hspp",
-        "cubic:friendly=eq4:hystart=hspp",
-    ]
-    .iter()
-    .enumerate()
-    {
+    for (i, spec) in SPECS.iter().enumerate() {
         let report = kleinrock_trace::replay(
             &dir.join(format!("f{i}.csv.gz")),
             spec.parse().unwrap(),
