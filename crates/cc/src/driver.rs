@@ -21,7 +21,7 @@
 //! record them as traces); the CLI's `model` command uses it to show an
 //! algorithm's behaviour in a second. The same seed gives the same run.
 
-use crate::ops::{AckSample, CaEvent, CongestionControl, Hook, Tap};
+use crate::ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample, Tap};
 use crate::rand::SplitMix64;
 use crate::sock::{CaState, Sock, TCP_INFINITE_SSTHRESH, USEC_PER_SEC};
 use alloc::vec::Vec;
@@ -92,6 +92,10 @@ pub struct Driver<C: CongestionControl, T: Tap<C>> {
     now_us: u64,
     rttvar_us: u64,
     totals: Totals,
+    /// Where the current round began: `delivered` and time (µs), the
+    /// rate sample's interval for algorithms with `cong_control`.
+    round_delivered: u32,
+    round_start_us: u64,
 }
 
 impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
@@ -107,6 +111,8 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
             now_us: 0,
             rttvar_us: 0,
             totals: Totals::default(),
+            round_delivered: 0,
+            round_start_us: 0,
         };
         d.sk.set_clock(0);
         d.call(Hook::Init);
@@ -149,6 +155,8 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
         let n = self.sk.snd_cwnd.max(1);
         let round_start = self.now_us;
         self.sk.set_clock(round_start);
+        self.round_delivered = self.sk.delivered;
+        self.round_start_us = round_start;
         // A bulk flow refills the pipe as ACKs return, so it transmits from
         // an empty pipe (CA_EVENT_TX_START) only once, at the start.
         if self.totals.rounds == 0 {
@@ -247,11 +255,32 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
         if detect_loss {
             self.enter_recovery();
         }
-        if !matches!(self.sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
-            let ack = self.sk.snd_una;
-            self.call(Hook::CongAvoid { ack, acked });
+        let ack = self.sk.snd_una;
+        if self.cc.has_cong_control() {
+            // The round so far as the rate sample: what tcp_rate.c would
+            // measure from the round's first segment.
+            let rs = RateSample {
+                prior_delivered: self.round_delivered,
+                prior_mstamp: self.round_start_us.max(1),
+                delivered: self.sk.delivered.wrapping_sub(self.round_delivered) as i32,
+                interval_us: self
+                    .sk
+                    .tcp_mstamp
+                    .saturating_sub(self.round_start_us)
+                    .max(rtt_us as u64) as i64,
+                rtt_us: rtt_us as i64,
+                acked_sacked: acked,
+                prior_in_flight,
+                losses: i32::from(detect_loss),
+                ..RateSample::default()
+            };
+            self.call(Hook::CongControl { ack, flag: 0, rs });
+        } else {
+            if !matches!(self.sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
+                self.call(Hook::CongAvoid { ack, acked });
+            }
+            self.update_pacing_rate();
         }
-        self.update_pacing_rate();
     }
 
     /// RFC 6298 smoothing as `tcp_rtt_estimator()` keeps it (srtt << 3).
@@ -300,6 +329,7 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
     fn finish_recovery(&mut self) {
         if self.sk.icsk_ca_state == CaState::Recovery
             && self.sk.snd_ssthresh < TCP_INFINITE_SSTHRESH
+            && !self.cc.has_cong_control()
         {
             self.sk.snd_cwnd = self.sk.snd_ssthresh;
             self.sk.snd_cwnd_stamp = self.sk.jiffies;

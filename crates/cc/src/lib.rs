@@ -11,7 +11,8 @@
 //! - [`ops`]: the hooks, their arguments, and [`Hook`] (one recorded call).
 //! - [`aimd`]: slow start and additive increase, shared by every algorithm.
 //! - [`hystart`], [`hystart_pp`]: slow-start exits algorithms opt into.
-//! - [`reno`], [`cubic`]: the algorithms.
+//! - [`reno`], [`cubic`], [`bbr`]: the algorithms; [`minmax`]: the
+//!   windowed min/max filter BBR keeps its estimates in.
 //! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
 //! - [`rand`]: the seeded generator everything random draws from.
@@ -28,10 +29,12 @@ extern crate alloc;
 extern crate std;
 
 pub mod aimd;
+pub mod bbr;
 pub mod cubic;
 pub mod driver;
 pub mod hystart;
 pub mod hystart_pp;
+pub mod minmax;
 pub mod ops;
 pub mod params;
 pub mod rand;

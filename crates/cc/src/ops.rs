@@ -156,6 +156,15 @@ pub trait CongestionControl {
         false
     }
 
+    /// Seeds the generator behind the algorithm's random draws (the kernel
+    /// uses its own; simulations must repeat).
+    fn set_random_seed(&mut self, _seed: u64) {}
+
+    /// A replay tells the algorithm that the member `name`, which it draws
+    /// at random, ends the coming hook call at `value`: any draw in that
+    /// call must produce it.
+    fn expect_random(&mut self, _name: &str, _value: u64) {}
+
     /// Private members the kernel fills from a random draw (BBR's
     /// `cycle_idx`): a replay copies them from the trace instead of
     /// expecting to reproduce them.

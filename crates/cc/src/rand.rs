@@ -4,7 +4,7 @@
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): a small, fast, well-mixed
 /// generator; the same seed gives the same sequence everywhere.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SplitMix64(u64);
 
 impl SplitMix64 {

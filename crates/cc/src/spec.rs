@@ -17,6 +17,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::str::FromStr;
 
+use crate::bbr::Bbr;
 use crate::cubic::{Cubic, CubicParams};
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl, RateSample};
 use crate::params::{ParamError, ParamInfo, Params};
@@ -40,6 +41,12 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         aliases: &["newreno"],
         summary: "Linux reno: slow start, +1 segment per RTT, halve on loss",
         params: RenoParams::INFO,
+    },
+    AlgorithmInfo {
+        name: "bbr",
+        aliases: &[],
+        summary: "Linux 6.18 BBR v1: model-based, paces at the estimated bottleneck rate",
+        params: &[],
     },
     AlgorithmInfo {
         name: "cubic",
@@ -157,6 +164,7 @@ fn render<P: Params>(name: &str, p: &P) -> String {
 pub enum Algorithm {
     Reno(Reno),
     Cubic(Cubic),
+    Bbr(Bbr),
 }
 
 impl Algorithm {
@@ -165,6 +173,7 @@ impl Algorithm {
         match self {
             Algorithm::Reno(a) => render("reno", a.params()),
             Algorithm::Cubic(a) => render("cubic", a.params()),
+            Algorithm::Bbr(_) => "bbr".to_string(),
         }
     }
 }
@@ -183,6 +192,24 @@ impl FromStr for Algorithm {
         Ok(match info.name {
             "reno" => Algorithm::Reno(Reno::new(apply("reno", &rest)?)),
             "cubic" => Algorithm::Cubic(Cubic::new(apply("cubic", &rest)?)),
+            "bbr" => {
+                if let Some(part) = rest.first() {
+                    let err = match part.split_once('=') {
+                        Some((k, _)) => ParamError::unknown(k),
+                        None => {
+                            return Err(SpecError::MissingEquals {
+                                algorithm: "bbr",
+                                part: part.to_string(),
+                            })
+                        }
+                    };
+                    return Err(SpecError::Param {
+                        algorithm: "bbr",
+                        err,
+                    });
+                }
+                Algorithm::Bbr(Bbr::new())
+            }
             _ => unreachable!("every registered algorithm is constructed above"),
         })
     }
@@ -199,6 +226,7 @@ macro_rules! dispatch {
         match $self {
             Algorithm::Reno($a) => $e,
             Algorithm::Cubic($a) => $e,
+            Algorithm::Bbr($a) => $e,
         }
     };
 }
@@ -252,6 +280,12 @@ impl CongestionControl for Algorithm {
     fn drawn_at_random(&self) -> &'static [&'static str] {
         dispatch!(self, a => a.drawn_at_random())
     }
+    fn set_random_seed(&mut self, seed: u64) {
+        dispatch!(self, a => a.set_random_seed(seed))
+    }
+    fn expect_random(&mut self, name: &str, value: u64) {
+        dispatch!(self, a => a.expect_random(name, value))
+    }
 }
 
 #[cfg(test)]
@@ -295,8 +329,10 @@ mod tests {
         let e = parse("cubicc").unwrap_err();
         assert_eq!(
             e,
-            "unknown algorithm `cubicc`; valid algorithms are reno, cubic"
+            "unknown algorithm `cubicc`; valid algorithms are reno, bbr, cubic"
         );
+        let e = parse("bbr:gain=2").unwrap_err();
+        assert_eq!(e, "unknown parameter `gain` for bbr; it takes none");
         let e = parse("cubic:hystar=off").unwrap_err();
         assert!(e.starts_with("unknown parameter `hystar` for cubic; valid parameters are hystart=on|off|hspp, friendly=linux|eq4|newreno|off"), "{e}");
         let e = parse("cubic:beta=1024").unwrap_err();

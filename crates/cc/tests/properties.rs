@@ -3,7 +3,7 @@
 //! never below 2, growth hooks never shrink the window, undo never lowers it.
 
 use kleinrock_cc::cubic::cubic_root;
-use kleinrock_cc::{AckSample, Algorithm, CaEvent, CaState, CongestionControl, Sock};
+use kleinrock_cc::{AckSample, Algorithm, CaEvent, CaState, CongestionControl, RateSample, Sock};
 use proptest::prelude::*;
 
 const SPECS: &[&str] = &[
@@ -19,6 +19,7 @@ const SPECS: &[&str] = &[
     "cubic:beta=512:bic_scale=100:fast_convergence=0:initial_ssthresh=7:hystart=off",
     "cubic:beta=1023:friendly=eq4",
     "cubic:beta=1",
+    "bbr",
 ];
 
 /// What the TCP core does to the connection between hook calls.
@@ -136,7 +137,24 @@ impl Core {
                 };
                 self.cc.pkts_acked(&mut self.sk, &sample);
                 self.check("pkts_acked")?;
-                if !matches!(self.sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
+                let prior_delivered = self.sk.delivered;
+                self.sk.delivered = self.sk.delivered.wrapping_add(acked);
+                self.sk.delivered_mstamp = self.now;
+                if self.cc.has_cong_control() {
+                    let rs = RateSample {
+                        prior_delivered,
+                        prior_mstamp: self.now.saturating_sub(dt).max(1),
+                        delivered: acked as i32,
+                        interval_us: dt.max(1) as i64,
+                        rtt_us: rtt_us as i64,
+                        acked_sacked: acked,
+                        prior_in_flight: self.sk.snd_cwnd,
+                        losses: i32::from(!limited),
+                        ..Default::default()
+                    };
+                    self.cc.cong_control(&mut self.sk, self.seq, 0, &rs);
+                    self.check("cong_control")?;
+                } else if !matches!(self.sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
                     let before = self.sk.snd_cwnd;
                     self.cc.cong_avoid(&mut self.sk, self.seq, acked);
                     self.check("cong_avoid")?;

@@ -222,6 +222,7 @@ impl Sim {
                 },
                 rwnd_segments: cfg.rwnd_segments,
                 slow_start_after_idle: cfg.slow_start_after_idle,
+                seed: cfg.seed,
             };
             flows.push(Flow {
                 sender: Sender::new(i as u32, f.cc.clone(), scfg, recorder),

@@ -246,6 +246,11 @@ pub fn replay(
                 None => {}
             }
         }
+        for &(name, i) in &lay.random_ca {
+            if let Some(v) = cells[i] {
+                cc.expect_random(name, v as u64);
+            }
+        }
         let (next, diffs) = run_row(&lay, cells, &cc, &hook, sk);
         cc = next;
         for &(name, i) in &lay.random_ca {

@@ -327,7 +327,7 @@ mod properties {
         #[test]
         fn every_recorded_run_replays_exactly(
             spec in proptest::sample::select(&["reno", "reno:hystart=hspp", "cubic", "cubic:hystart=hspp",
-                "cubic:friendly=eq4", "cubic:friendly=newreno", "cubic:hystart=off:beta=600"][..]),
+                "cubic:friendly=eq4", "cubic:friendly=newreno", "cubic:hystart=off:beta=600", "bbr"][..]),
             hz in proptest::sample::select(&[100u32, 250, 1000][..]),
             rtt_us in 200u32..300_000,
             rate_pps in 100u64..50_000,

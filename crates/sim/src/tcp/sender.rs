@@ -54,6 +54,8 @@ pub struct SenderConfig {
     pub rwnd_segments: u32,
     /// Restart slow start after an idle period longer than the RTO.
     pub slow_start_after_idle: bool,
+    /// Seeds the algorithm's random draws (BBR's gain-cycle phase).
+    pub seed: u64,
 }
 
 /// Which timer holds the single timer slot.
@@ -107,6 +109,8 @@ pub struct Sender {
     ecn_cwr_pending: bool,
     /// Segments newly marked lost while processing the current ACK.
     rate_lost: u32,
+    /// Segments ever marked lost (`tp->lost`).
+    lost_total: u32,
     /// Has every segment of a transfer been ACKed?
     pub done_at: Option<Time>,
     stopped: bool,
@@ -121,6 +125,8 @@ impl Sender {
         let mut sk = Sock::new(cfg.hz);
         sk.mss_cache = cfg.mss;
         sk.snd_cwnd = cfg.init_cwnd;
+        let mut cc = cc;
+        cc.set_random_seed(cfg.seed ^ (flow as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         Sender {
             flow,
             sk,
@@ -145,6 +151,7 @@ impl Sender {
             min_rtt_us: u32::MAX,
             ecn_cwr_pending: false,
             rate_lost: 0,
+            lost_total: 0,
             done_at: None,
             stopped: false,
             started: false,
@@ -185,6 +192,9 @@ impl Sender {
         if sk.tcp_mstamp != now / US || now == 0 {
             sk.set_clock(now / US);
         }
+        sk.tcp_clock_cache = now;
+        sk.tcp_wstamp_ns = self.next_send;
+        sk.lost = self.lost_total;
         sk.packets_out = self.sb.packets_out();
         sk.sacked_out = self.sb.sacked_out;
         sk.lost_out = self.sb.lost_out;
@@ -502,7 +512,9 @@ impl Sender {
             || (state == CaState::Loss && self.retransmits_in_row == 0);
         // Every segment not SACKed is presumed lost.
         for seq in self.sb.una..self.sb.nxt() {
-            self.sb.mark_lost(seq);
+            if self.sb.mark_lost(seq) {
+                self.lost_total = self.lost_total.wrapping_add(1);
+            }
         }
         self.sync(now);
         if reduce {
@@ -594,6 +606,7 @@ impl Sender {
             self.set_timer(now, self.jiffies_ns(j), TimerKind::ReorderTimeout);
         }
         self.rate_lost += marked;
+        self.lost_total = self.lost_total.wrapping_add(marked);
         marked
     }
 
@@ -658,6 +671,7 @@ impl Sender {
         self.rate_lost = 0;
         let mut rs = RateSample {
             rtt_us: -1,
+            prior_in_flight: self.sb.in_flight(),
             ..RateSample::default()
         };
         let mut flag = 0u32;
@@ -787,6 +801,7 @@ impl Sender {
         self.sync(now);
         self.rate
             .generate(&mut rs, now_us, delivered, self.rate_lost, self.min_rtt_us);
+        self.sync(now);
         self.cong_control(cum, flag, delivered, &rs);
         if self
             .cfg
@@ -870,6 +885,8 @@ impl Sender {
         let ack = self.bytes(cum);
         if self.cc.has_cong_control() {
             self.call(Hook::CongControl { ack, flag, rs: *rs });
+            // The algorithm may mark the flow app-limited (BBR's PROBE_RTT).
+            self.rate.app_limited = self.sk.app_limited;
         } else if self.in_cwnd_reduction() {
             let in_flight = self.sb.in_flight();
             let lost = rs.losses.max(0) as u32;
