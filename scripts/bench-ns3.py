@@ -6,7 +6,9 @@ build.sh) and `kleinrock sim` on the same cases, alternating A B A B ... in
 one session, and prints per case: both median wall times, their ratio,
 bottleneck packets per wall second, and both goodputs.
 
-    scripts/bench-ns3.py [--reps 3] [--cases A,C1,D,E,F,F0] [--ns3 PATH]
+    scripts/bench-ns3.py [--reps 3] [--cases A,B,C1,C2,D,E,F,F0] [--ns3 PATH]
+
+(ns-3 takes minutes on C2; `--cases A,B,C1,D,E,F,F0` leaves it out.)
 
 The ns-3 binary is found at $NS3_BIN, else built once into
 ~/.cache/kleinrock/ns3 from the anchor (needs python3-venv and g++; the
@@ -29,7 +31,9 @@ ANCHOR = os.path.join(ROOT, "..", "shared", "anchors", "ns3")
 A = dict(rate="100Mbps", rttMs=40, queue=0, loss=0, time=30, tcp="ns3::TcpCubic")
 CASES = {
     "A": (A, "ns3-A-cubic-100M-40ms.toml"),
+    "B": (dict(A, tcp="ns3::TcpBbr"), "ns3-B-bbr-100M-40ms.toml"),
     "C1": (dict(A, loss=0.01), "ns3-C1-cubic-100M-40ms-loss1.toml"),
+    "C2": (dict(A, loss=0.01, tcp="ns3::TcpBbr"), "ns3-C2-bbr-100M-40ms-loss1.toml"),
     "D": (dict(rate="10Mbps", rttMs=40, queue=84, loss=0, time=60, tcp="ns3::TcpCubic"), "ns3-D-cubic-10M-40ms-q84.toml"),
     "E": (dict(rate="1Gbps", rttMs=10, queue=0, loss=0, time=10, tcp="ns3::TcpCubic"), "ns3-E-cubic-1G-10ms.toml"),
     "F": (dict(A, flows=10, stagger=0.1), "ns3-F-10cubic-100M-40ms-stagger.toml"),
