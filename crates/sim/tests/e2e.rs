@@ -573,3 +573,43 @@ fn a_simulated_bbr_flow_replays_exactly_random_phase_included() {
     assert!(report.agrees(), "{report}");
     assert!(report.per_hook.contains_key("cong_control"));
 }
+
+#[test]
+fn bbr_keeps_a_deep_buffer_short_and_probes_rtt_every_ten_seconds() {
+    // 20 Mbit/s, 40 ms: BDP 67 packets; a buffer of 10 BDPs.
+    let run_one = |cc: &str| {
+        let mut c = dumbbell(20_000_000, 670, 0, 60, vec![flow(cc, 40)]);
+        c.sample_interval = 50 * MS;
+        run(c)
+    };
+    let (bbr, cubic) = (run_one("bbr"), run_one("cubic"));
+    let queue_ms = |r: &Results| median_queue_delay_ms(r);
+    // CUBIC fills the buffer (~400 ms of queue); BBR keeps about a BDP or
+    // less (40 ms).
+    assert!(
+        queue_ms(&cubic) > 250.0,
+        "CUBIC queue {} ms",
+        queue_ms(&cubic)
+    );
+    assert!(queue_ms(&bbr) < 45.0, "BBR queue {} ms", queue_ms(&bbr));
+    assert!(
+        bbr.flows[0].goodput_bps > 18e6,
+        "{}",
+        bbr.flows[0].goodput_bps
+    );
+    // PROBE_RTT episodes: cwnd at 4, 10 s after the min RTT was last
+    // refreshed (a lower sample, from the path's jitter, can push the next
+    // one back a little).
+    let mut episodes = Vec::new();
+    let mut inside = false;
+    for s in bbr.flow_series.iter().filter(|s| s.t > 1.0) {
+        if s.cwnd <= 4 && !inside {
+            episodes.push(s.t);
+        }
+        inside = s.cwnd <= 4;
+    }
+    assert!((4..=6).contains(&episodes.len()), "{episodes:?}");
+    for w in episodes.windows(2) {
+        assert!((10.0..15.0).contains(&(w[1] - w[0])), "{episodes:?}");
+    }
+}
