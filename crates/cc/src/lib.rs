@@ -11,7 +11,7 @@
 //! - [`ops`]: the hooks, their arguments, and [`Hook`] (one recorded call).
 //! - [`aimd`]: slow start and additive increase, shared by every algorithm.
 //! - [`hystart`], [`hystart_pp`]: slow-start exits algorithms opt into.
-//! - [`reno`], [`cubic`], [`bbr`]: the algorithms; [`minmax`]: the
+//! - [`reno`], [`cubic`], [`bbr`], [`vegas`]: the algorithms; [`minmax`]: the
 //!   windowed min/max filter BBR keeps its estimates in.
 //! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
@@ -41,6 +41,7 @@ pub mod rand;
 pub mod reno;
 pub mod sock;
 pub mod spec;
+pub mod vegas;
 
 pub use ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample};
 pub use sock::{CaState, Field, PacingStatus, Sock};

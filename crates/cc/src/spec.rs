@@ -23,6 +23,7 @@ use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl, RateSample};
 use crate::params::{ParamError, ParamInfo, Params};
 use crate::reno::{Reno, RenoParams};
 use crate::sock::{CaState, Field, Sock};
+use crate::vegas::{Vegas, VegasParams};
 
 /// An algorithm the registry knows.
 #[derive(Clone, Copy, Debug)]
@@ -47,6 +48,12 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         aliases: &[],
         summary: "Linux 6.18 BBR v1: model-based, paces at the estimated bottleneck rate",
         params: &[],
+    },
+    AlgorithmInfo {
+        name: "vegas",
+        aliases: &[],
+        summary: "Linux Vegas: keep alpha..beta packets queued, measured once per RTT",
+        params: VegasParams::INFO,
     },
     AlgorithmInfo {
         name: "cubic",
@@ -165,6 +172,7 @@ pub enum Algorithm {
     Reno(Reno),
     Cubic(Cubic),
     Bbr(Bbr),
+    Vegas(Vegas),
 }
 
 impl Algorithm {
@@ -174,6 +182,7 @@ impl Algorithm {
             Algorithm::Reno(a) => render("reno", a.params()),
             Algorithm::Cubic(a) => render("cubic", a.params()),
             Algorithm::Bbr(_) => "bbr".to_string(),
+            Algorithm::Vegas(a) => render("vegas", a.params()),
         }
     }
 }
@@ -192,6 +201,7 @@ impl FromStr for Algorithm {
         Ok(match info.name {
             "reno" => Algorithm::Reno(Reno::new(apply("reno", &rest)?)),
             "cubic" => Algorithm::Cubic(Cubic::new(apply("cubic", &rest)?)),
+            "vegas" => Algorithm::Vegas(Vegas::new(apply("vegas", &rest)?)),
             "bbr" => {
                 if let Some(part) = rest.first() {
                     let err = match part.split_once('=') {
@@ -227,6 +237,7 @@ macro_rules! dispatch {
             Algorithm::Reno($a) => $e,
             Algorithm::Cubic($a) => $e,
             Algorithm::Bbr($a) => $e,
+            Algorithm::Vegas($a) => $e,
         }
     };
 }
@@ -329,7 +340,7 @@ mod tests {
         let e = parse("cubicc").unwrap_err();
         assert_eq!(
             e,
-            "unknown algorithm `cubicc`; valid algorithms are reno, bbr, cubic"
+            "unknown algorithm `cubicc`; valid algorithms are reno, bbr, vegas, cubic"
         );
         let e = parse("bbr:gain=2").unwrap_err();
         assert_eq!(e, "unknown parameter `gain` for bbr; it takes none");

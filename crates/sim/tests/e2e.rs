@@ -613,3 +613,26 @@ fn bbr_keeps_a_deep_buffer_short_and_probes_rtt_every_ten_seconds() {
         assert!((10.0..15.0).contains(&(w[1] - w[0])), "{episodes:?}");
     }
 }
+
+#[test]
+fn vegas_keeps_a_few_packets_queued_and_the_link_full() {
+    // 10 Mbit/s, 40 ms, a 1000-packet FIFO that loss-based flows fill.
+    let mut c = dumbbell(10_000_000, 1000, 0, 30, vec![flow("vegas", 40)]);
+    c.sample_interval = 50 * MS;
+    let r = run(c);
+    assert!(r.flows[0].goodput_bps > 9e6, "{}", r.flows[0].goodput_bps);
+    assert_eq!(r.links[0].queue_drops, 0);
+    // alpha..beta = 2..4 packets queued (plus delayed-ACK bursts).
+    let mut q: Vec<u32> = r
+        .queue_series
+        .iter()
+        .filter(|q| q.link == "up" && q.t > 5.0)
+        .map(|q| q.packets)
+        .collect();
+    q.sort();
+    assert!(
+        q[q.len() / 2] <= 6,
+        "median queue {} packets",
+        q[q.len() / 2]
+    );
+}
