@@ -46,8 +46,8 @@ use crate::minmax::MinMax;
 use crate::ops::{CaEvent, CaVisitor, CongestionControl, RateSample};
 use crate::rand::SplitMix64;
 use crate::sock::{
-    after, before, CaState, Field, PacingStatus, Sock, GSO_LEGACY_MAX_SIZE, TCP_INFINITE_SSTHRESH,
-    TCP_INIT_CWND,
+    after, before, msecs_to_jiffies, CaState, Field, PacingStatus, Sock, GSO_LEGACY_MAX_SIZE,
+    TCP_INFINITE_SSTHRESH, TCP_INIT_CWND,
 };
 
 /// Rates in packets per µs, scaled by 2^24: a unit is about 715 bit/s for
@@ -651,7 +651,7 @@ impl Bbr {
             let mark = sk.delivered.wrapping_add(sk.packets_in_flight());
             sk.app_limited = if mark == 0 { 1 } else { mark };
             if self.st.probe_rtt_done_stamp == 0 && sk.packets_in_flight() <= CWND_MIN_TARGET {
-                let j = (PROBE_RTT_MODE_MS as u64 * sk.hz as u64).div_ceil(1000) as u32;
+                let j = msecs_to_jiffies(PROBE_RTT_MODE_MS, sk.hz);
                 self.st.probe_rtt_done_stamp = sk.jiffies.wrapping_add(j);
                 self.st.probe_rtt_round_done = false;
                 self.st.next_rtt_delivered = sk.delivered;

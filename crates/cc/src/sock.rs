@@ -101,6 +101,12 @@ pub fn usecs_to_jiffies(us: u32, hz: u32) -> u64 {
     (us as u64 * hz as u64).div_ceil(USEC_PER_SEC)
 }
 
+/// `msecs_to_jiffies()`: milliseconds to jiffies, rounding up (the
+/// kernel's formula for every HZ that divides 1000).
+pub fn msecs_to_jiffies(ms: u32, hz: u32) -> u32 {
+    (ms as u64 * hz as u64).div_ceil(1000) as u32
+}
+
 /// `jiffies_to_usecs()`.
 pub fn jiffies_to_usecs(j: u32, hz: u32) -> u64 {
     j as u64 * USEC_PER_SEC / hz as u64

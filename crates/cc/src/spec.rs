@@ -19,6 +19,7 @@ use core::str::FromStr;
 
 use crate::bbr::Bbr;
 use crate::cubic::{Cubic, CubicParams};
+use crate::htcp::{Htcp, HtcpParams};
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl, RateSample};
 use crate::params::{ParamError, ParamInfo, Params};
 use crate::reno::{Reno, RenoParams};
@@ -54,6 +55,12 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         aliases: &[],
         summary: "Linux Vegas: keep alpha..beta packets queued, measured once per RTT",
         params: VegasParams::INFO,
+    },
+    AlgorithmInfo {
+        name: "htcp",
+        aliases: &[],
+        summary: "Linux H-TCP: increase grows with time since loss, adaptive backoff",
+        params: HtcpParams::INFO,
     },
     AlgorithmInfo {
         name: "cubic",
@@ -173,6 +180,7 @@ pub enum Algorithm {
     Cubic(Cubic),
     Bbr(Bbr),
     Vegas(Vegas),
+    Htcp(Htcp),
 }
 
 impl Algorithm {
@@ -183,6 +191,7 @@ impl Algorithm {
             Algorithm::Cubic(a) => render("cubic", a.params()),
             Algorithm::Bbr(_) => "bbr".to_string(),
             Algorithm::Vegas(a) => render("vegas", a.params()),
+            Algorithm::Htcp(a) => render("htcp", a.params()),
         }
     }
 }
@@ -202,6 +211,7 @@ impl FromStr for Algorithm {
             "reno" => Algorithm::Reno(Reno::new(apply("reno", &rest)?)),
             "cubic" => Algorithm::Cubic(Cubic::new(apply("cubic", &rest)?)),
             "vegas" => Algorithm::Vegas(Vegas::new(apply("vegas", &rest)?)),
+            "htcp" => Algorithm::Htcp(Htcp::new(apply("htcp", &rest)?)),
             "bbr" => {
                 if let Some(part) = rest.first() {
                     let err = match part.split_once('=') {
@@ -238,6 +248,7 @@ macro_rules! dispatch {
             Algorithm::Cubic($a) => $e,
             Algorithm::Bbr($a) => $e,
             Algorithm::Vegas($a) => $e,
+            Algorithm::Htcp($a) => $e,
         }
     };
 }
@@ -340,7 +351,7 @@ mod tests {
         let e = parse("cubicc").unwrap_err();
         assert_eq!(
             e,
-            "unknown algorithm `cubicc`; valid algorithms are reno, bbr, vegas, cubic"
+            "unknown algorithm `cubicc`; valid algorithms are reno, bbr, vegas, htcp, cubic"
         );
         let e = parse("bbr:gain=2").unwrap_err();
         assert_eq!(e, "unknown parameter `gain` for bbr; it takes none");

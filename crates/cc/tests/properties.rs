@@ -23,6 +23,8 @@ const SPECS: &[&str] = &[
     "bbr",
     "vegas",
     "vegas:alpha=0:beta=0:gamma=0",
+    "htcp",
+    "htcp:use_rtt_scaling=0:use_bandwidth_switch=0",
 ];
 
 /// What the TCP core does to the connection between hook calls.

@@ -120,7 +120,7 @@ fn one_error(args: &[&str]) -> String {
 fn bad_input_gets_one_clear_sentence() {
     let e = one_error(&["model", "--cc", "cubik"]);
     assert!(
-        e.contains("unknown algorithm `cubik`; valid algorithms are reno, bbr, vegas, cubic"),
+        e.contains("unknown algorithm `cubik`; valid algorithms are reno, bbr, vegas, htcp, cubic"),
         "{e}"
     );
     let e = one_error(&["model", "--cc", "cubic:beta=2000"]);

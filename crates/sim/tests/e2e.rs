@@ -636,3 +636,27 @@ fn vegas_keeps_a_few_packets_queued_and_the_link_full() {
         q[q.len() / 2]
     );
 }
+
+#[test]
+fn two_htcp_flows_converge_to_a_fair_share() {
+    // Shorten and Leith: H-TCP keeps Reno's fairness between flows of equal
+    // RTT, the second flow starting 5 s after the first.
+    let (mut a, mut b) = (0.0, 0.0);
+    for seed in 1..=3 {
+        let mut late = flow("htcp", 40);
+        late.start = 5 * SEC;
+        let mut c = dumbbell(20_000_000, 67, 0, 60, vec![flow("htcp", 40), late]);
+        c.seed = seed;
+        let r = run(c);
+        // Measure over the last 30 s, after convergence.
+        for s in r.flow_series.iter().filter(|s| s.t > 30.0) {
+            if s.flow == 0 {
+                a += s.goodput_bps;
+            } else {
+                b += s.goodput_bps;
+            }
+        }
+    }
+    let jain = (a + b) * (a + b) / (2.0 * (a * a + b * b));
+    assert!(jain >= 0.95, "Jain {jain}: {a} vs {b}");
+}
