@@ -11,7 +11,8 @@
 //! - [`ops`]: the hooks, their arguments, and [`Hook`] (one recorded call).
 //! - [`aimd`]: slow start and additive increase, shared by every algorithm.
 //! - [`hystart`], [`hystart_pp`]: slow-start exits algorithms opt into.
-//! - [`reno`], [`cubic`], [`bbr`], [`vegas`], [`htcp`]: the algorithms; [`minmax`]: the
+//! - [`reno`], [`cubic`], [`bbr`], [`vegas`], [`htcp`], [`dctcp`]: the
+//!   algorithms; [`minmax`]: the
 //!   windowed min/max filter BBR keeps its estimates in.
 //! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
@@ -31,6 +32,7 @@ extern crate std;
 pub mod aimd;
 pub mod bbr;
 pub mod cubic;
+pub mod dctcp;
 pub mod driver;
 pub mod htcp;
 pub mod hystart;

@@ -146,6 +146,12 @@ pub trait CongestionControl {
     /// Model-based control on every ACK, with the delivery-rate sample.
     fn cong_control(&mut self, _sk: &mut Sock, _ack: u32, _flag: u32, _rs: &RateSample) {}
 
+    /// `TCP_CONG_NEEDS_ECN`: the connection must negotiate ECN, and ECT
+    /// is set on every segment (retransmissions too).
+    fn needs_ecn(&self) -> bool {
+        false
+    }
+
     /// Walks the private state, named as the kernel's private struct names
     /// its members, for traces (`pre_ca_<name>`, `post_ca_<name>`).
     fn visit_ca(&self, _visit: CaVisitor<'_>) {}

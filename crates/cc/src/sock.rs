@@ -21,6 +21,15 @@ pub const TCP_INIT_CWND: u32 = 10;
 /// `GSO_LEGACY_MAX_SIZE`: the default `sk_gso_max_size` in bytes.
 pub const GSO_LEGACY_MAX_SIZE: u32 = 65_536;
 
+/// `ecn_flags` bits: ECN was negotiated.
+pub const TCP_ECN_OK: u8 = 1;
+/// Set CWR on the next data segment sent.
+pub const TCP_ECN_QUEUE_CWR: u8 = 2;
+/// Echo ECE on ACKs (the receiver saw CE).
+pub const TCP_ECN_DEMAND_CWR: u8 = 4;
+/// An ECT or CE segment has been seen.
+pub const TCP_ECN_SEEN: u8 = 8;
+
 pub const USEC_PER_SEC: u64 = 1_000_000;
 pub const USEC_PER_MSEC: u64 = 1_000;
 
@@ -264,6 +273,8 @@ sock_fields! {
     snd_una: u32,
     /// Next sequence number to send.
     snd_nxt: u32,
+    /// Receiver: next sequence number expected.
+    rcv_nxt: u32,
     /// `snd_nxt` when loss recovery started.
     high_seq: u32,
     /// The loss-recovery state.
@@ -278,6 +289,8 @@ sock_fields! {
     tcp_wstamp_ns: u64,
     /// Segments delivered (ACKed or SACKed) so far.
     delivered: u32,
+    /// Segments delivered on ACKs that echoed ECE (classic ECN).
+    delivered_ce: u32,
     /// `tcp_mstamp` when `delivered` last changed.
     delivered_mstamp: u64,
     /// Segments lost so far.
@@ -302,6 +315,8 @@ sock_fields! {
     gso_max_segs: u32,
     /// `ecn_flags` (TCP_ECN_OK, TCP_ECN_QUEUE_CWR, ...).
     ecn_flags: u8,
+    /// `icsk_ack.pending`: ICSK_ACK_SCHED, ICSK_ACK_TIMER, ICSK_ACK_NOW, ...
+    icsk_ack_pending: u8,
     /// `tcp_jiffies32`: the coarse clock, in ticks of `hz`.
     jiffies: u32,
 }
@@ -327,6 +342,7 @@ impl Sock {
             is_cwnd_limited: false,
             snd_una: 0,
             snd_nxt: 0,
+            rcv_nxt: 0,
             high_seq: 0,
             icsk_ca_state: CaState::Open,
             lsndtime: initial_jiffies(hz),
@@ -334,6 +350,7 @@ impl Sock {
             tcp_clock_cache: 0,
             tcp_wstamp_ns: 0,
             delivered: 0,
+            delivered_ce: 0,
             delivered_mstamp: 0,
             lost: 0,
             app_limited: 0,
@@ -346,6 +363,7 @@ impl Sock {
             gso_max_size: GSO_LEGACY_MAX_SIZE,
             gso_max_segs: 65_535,
             ecn_flags: 0,
+            icsk_ack_pending: 0,
             jiffies: initial_jiffies(hz),
             hz,
         }

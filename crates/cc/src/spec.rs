@@ -19,6 +19,7 @@ use core::str::FromStr;
 
 use crate::bbr::Bbr;
 use crate::cubic::{Cubic, CubicParams};
+use crate::dctcp::{Dctcp, DctcpParams};
 use crate::htcp::{Htcp, HtcpParams};
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl, RateSample};
 use crate::params::{ParamError, ParamInfo, Params};
@@ -61,6 +62,12 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         aliases: &[],
         summary: "Linux H-TCP: increase grows with time since loss, adaptive backoff",
         params: HtcpParams::INFO,
+    },
+    AlgorithmInfo {
+        name: "dctcp",
+        aliases: &[],
+        summary: "Linux DCTCP (RFC 8257): reduce in proportion to the fraction of CE marks",
+        params: DctcpParams::INFO,
     },
     AlgorithmInfo {
         name: "cubic",
@@ -181,6 +188,7 @@ pub enum Algorithm {
     Bbr(Bbr),
     Vegas(Vegas),
     Htcp(Htcp),
+    Dctcp(Dctcp),
 }
 
 impl Algorithm {
@@ -192,6 +200,7 @@ impl Algorithm {
             Algorithm::Bbr(_) => "bbr".to_string(),
             Algorithm::Vegas(a) => render("vegas", a.params()),
             Algorithm::Htcp(a) => render("htcp", a.params()),
+            Algorithm::Dctcp(a) => render("dctcp", a.params()),
         }
     }
 }
@@ -212,6 +221,7 @@ impl FromStr for Algorithm {
             "cubic" => Algorithm::Cubic(Cubic::new(apply("cubic", &rest)?)),
             "vegas" => Algorithm::Vegas(Vegas::new(apply("vegas", &rest)?)),
             "htcp" => Algorithm::Htcp(Htcp::new(apply("htcp", &rest)?)),
+            "dctcp" => Algorithm::Dctcp(Dctcp::new(apply("dctcp", &rest)?)),
             "bbr" => {
                 if let Some(part) = rest.first() {
                     let err = match part.split_once('=') {
@@ -249,6 +259,7 @@ macro_rules! dispatch {
             Algorithm::Bbr($a) => $e,
             Algorithm::Vegas($a) => $e,
             Algorithm::Htcp($a) => $e,
+            Algorithm::Dctcp($a) => $e,
         }
     };
 }
@@ -289,6 +300,9 @@ impl CongestionControl for Algorithm {
     }
     fn cong_control(&mut self, sk: &mut Sock, ack: u32, flag: u32, rs: &RateSample) {
         dispatch!(self, a => a.cong_control(sk, ack, flag, rs))
+    }
+    fn needs_ecn(&self) -> bool {
+        dispatch!(self, a => a.needs_ecn())
     }
     fn visit_ca(&self, visit: CaVisitor<'_>) {
         dispatch!(self, a => a.visit_ca(visit))
@@ -351,7 +365,7 @@ mod tests {
         let e = parse("cubicc").unwrap_err();
         assert_eq!(
             e,
-            "unknown algorithm `cubicc`; valid algorithms are reno, bbr, vegas, htcp, cubic"
+            "unknown algorithm `cubicc`; valid algorithms are reno, bbr, vegas, htcp, dctcp, cubic"
         );
         let e = parse("bbr:gain=2").unwrap_err();
         assert_eq!(e, "unknown parameter `gain` for bbr; it takes none");

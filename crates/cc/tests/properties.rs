@@ -25,6 +25,9 @@ const SPECS: &[&str] = &[
     "vegas:alpha=0:beta=0:gamma=0",
     "htcp",
     "htcp:use_rtt_scaling=0:use_bandwidth_switch=0",
+    "dctcp",
+    "dctcp:shift_g=0:alpha_on_init=0",
+    "dctcp:shift_g=10",
 ];
 
 /// What the TCP core does to the connection between hook calls.
@@ -82,6 +85,9 @@ impl Core {
         sk.snd_cwnd = sk.snd_cwnd.min(clamp);
         sk.set_clock(start_us);
         let mut cc: Algorithm = spec.parse().unwrap();
+        if cc.needs_ecn() {
+            sk.ecn_flags = kleinrock_cc::sock::TCP_ECN_OK;
+        }
         cc.init(&mut sk);
         Core {
             sk,
@@ -101,6 +107,10 @@ impl Core {
             sk.snd_cwnd_clamp
         );
         prop_assert!(sk.snd_ssthresh >= 2, "{what}: ssthresh {}", sk.snd_ssthresh);
+        if let Algorithm::Dctcp(d) = &self.cc {
+            let alpha = d.state().dctcp_alpha;
+            prop_assert!(alpha <= 1024, "{what}: dctcp_alpha {alpha} > 1024");
+        }
         Ok(())
     }
 
@@ -145,6 +155,9 @@ impl Core {
                 let prior_delivered = self.sk.delivered;
                 self.sk.delivered = self.sk.delivered.wrapping_add(acked);
                 self.sk.delivered_mstamp = self.now;
+                self.cc
+                    .in_ack_event(&mut self.sk, kleinrock_cc::ops::CA_ACK_WIN_UPDATE);
+                self.check("in_ack_event")?;
                 if self.cc.has_cong_control() {
                     let rs = RateSample {
                         prior_delivered,
@@ -211,6 +224,9 @@ impl Core {
                     CaEvent::EcnNoCe
                 };
                 self.cc.cwnd_event(&mut self.sk, ev);
+                if ce {
+                    self.sk.delivered_ce = self.sk.delivered_ce.wrapping_add(1);
+                }
                 self.cc
                     .in_ack_event(&mut self.sk, kleinrock_cc::ops::CA_ACK_ECE);
             }

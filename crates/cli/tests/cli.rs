@@ -120,7 +120,9 @@ fn one_error(args: &[&str]) -> String {
 fn bad_input_gets_one_clear_sentence() {
     let e = one_error(&["model", "--cc", "cubik"]);
     assert!(
-        e.contains("unknown algorithm `cubik`; valid algorithms are reno, bbr, vegas, htcp, cubic"),
+        e.contains(
+            "unknown algorithm `cubik`; valid algorithms are reno, bbr, vegas, htcp, dctcp, cubic"
+        ),
         "{e}"
     );
     let e = one_error(&["model", "--cc", "cubic:beta=2000"]);

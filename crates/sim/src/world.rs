@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use kleinrock_cc::rand::SplitMix64;
-use kleinrock_cc::{Algorithm, CaState};
+use kleinrock_cc::{Algorithm, CaState, CongestionControl};
 use kleinrock_trace::Recorder;
 
 use crate::event::{Event, EventQueue};
@@ -26,7 +26,7 @@ use crate::red::{Red, RedParams};
 use crate::results::{
     FlowSample, FlowSummary, Histogram, PingSample, PingSummary, QueueSample, Results, UdpSummary,
 };
-use crate::tcp::receiver::Receiver;
+use crate::tcp::receiver::{EcnEcho, Receiver};
 use crate::tcp::sender::{Sender, SenderConfig, HEADER_BYTES};
 use crate::time::{serialization, Time, SEC};
 
@@ -214,7 +214,9 @@ impl Sim {
                 init_cwnd: cfg.init_cwnd,
                 hz: cfg.hz,
                 pace_all: cfg.pace_all,
-                ecn: cfg.ecn,
+                // An algorithm that needs ECN (DCTCP) negotiates it whatever
+                // the scenario says, as Linux does for TCP_CONG_NEEDS_ECN.
+                ecn: cfg.ecn || f.cc.needs_ecn(),
                 limit_segments: if f.request_response.is_some() {
                     Some(0)
                 } else {
@@ -226,7 +228,17 @@ impl Sim {
             };
             flows.push(Flow {
                 sender: Sender::new(i as u32, f.cc.clone(), scfg, recorder),
-                receiver: Receiver::new(i as u32, cfg.delayed_acks),
+                // Both ends run the flow's algorithm, so a DCTCP flow gets
+                // DCTCP's CE echo.
+                receiver: Receiver::new(
+                    i as u32,
+                    cfg.delayed_acks,
+                    if f.cc.needs_ecn() {
+                        EcnEcho::Dctcp
+                    } else {
+                        EcnEcho::Classic
+                    },
+                ),
                 data_link: if f.upload { 0 } else { 1 },
                 stop: f.stop,
                 wake_at: None,

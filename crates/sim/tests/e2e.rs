@@ -660,3 +660,114 @@ fn two_htcp_flows_converge_to_a_fair_share() {
     let jain = (a + b) * (a + b) / (2.0 * (a * a + b * b));
     assert!(jain >= 0.95, "Jain {jain}: {a} vs {b}");
 }
+
+/// Two flows on 1 Gbit/s with a 500 us base RTT (a BDP of 42 packets)
+/// through a deep FIFO that marks CE at or above `k` packets; the second
+/// flow starts half a second after the first.
+fn step_marking_run(cc: &str, k: u32) -> Results {
+    let flows = (0..2)
+        .map(|i| FlowConfig {
+            rtt: 500 * kleinrock_sim::time::US,
+            start: i * SEC / 2,
+            ..flow(cc, 0)
+        })
+        .collect();
+    let mut c = dumbbell(1_000_000_000, 1000, 0, 3, flows);
+    c.links[0].queue = QueueConfig::Fifo {
+        limit: Limit::Packets(1000),
+        mark_at: Some(k),
+    };
+    c.ecn = true;
+    c.sample_interval = MS;
+    run(c)
+}
+
+/// The 5th, 50th and 95th percentiles of the bottleneck queue after `from_s`.
+fn queue_quantiles(r: &Results, from_s: f64) -> [u32; 3] {
+    let mut q: Vec<u32> = r
+        .queue_series
+        .iter()
+        .filter(|q| q.link == "up" && q.t > from_s)
+        .map(|q| q.packets)
+        .collect();
+    q.sort();
+    [5, 50, 95].map(|p| q[(q.len() - 1) * p / 100])
+}
+
+/// Goodput of each flow, and Jain's index, over samples after `from_s`.
+fn shares_after(r: &Results, from_s: f64) -> (Vec<f64>, f64) {
+    let mut g = vec![0.0; r.flows.len()];
+    for s in r.flow_series.iter().filter(|s| s.t > from_s) {
+        g[s.flow as usize] += s.goodput_bps;
+    }
+    let sum: f64 = g.iter().sum();
+    let sq: f64 = g.iter().map(|x| x * x).sum();
+    let jain = sum * sum / (g.len() as f64 * sq);
+    let n = r
+        .flow_series
+        .iter()
+        .filter(|s| s.t > from_s && s.flow == 0)
+        .count() as f64;
+    (g.iter().map(|x| x / n).collect(), jain)
+}
+
+#[test]
+fn dctcp_holds_the_queue_near_the_marking_threshold_at_full_rate() {
+    // Alizadeh et al. (SIGCOMM 2010), figure 1 and section 3: with step
+    // marking at K = 20 on 1 Gbit/s, DCTCP keeps the queue around K with
+    // the link full, where ECN-Reno halves on every marked window and
+    // drains the queue, losing throughput.
+    const K: u32 = 20;
+    // Payload share of a full-sized packet: the goodput of a full link.
+    let full = 1e9 * 1448.0 / 1500.0;
+    let dctcp = step_marking_run("dctcp", K);
+    let [p5, p50, p95] = queue_quantiles(&dctcp, 1.0);
+    let (shares, jain) = shares_after(&dctcp, 1.5);
+    let total: f64 = shares.iter().sum();
+    assert!(total > 0.97 * full, "DCTCP goodput {total}");
+    assert!(
+        p5 >= K / 2 && (K - 4..=K + 4).contains(&p50) && p95 <= K + 6,
+        "DCTCP queue p5/p50/p95 {p5}/{p50}/{p95}"
+    );
+    assert_eq!(dctcp.links[0].queue_drops, 0);
+    assert!(dctcp.flows.iter().all(|f| f.retransmits == 0));
+    assert!(jain >= 0.95, "DCTCP shares {shares:?}, Jain {jain}");
+
+    let reno = step_marking_run("reno", K);
+    let [r5, _, _] = queue_quantiles(&reno, 1.0);
+    let (shares, _) = shares_after(&reno, 1.5);
+    let reno_total: f64 = shares.iter().sum();
+    assert!(
+        reno_total < 0.93 * total,
+        "ECN-Reno goodput {reno_total} vs DCTCP {total}"
+    );
+    assert_eq!(r5, 0, "ECN-Reno's queue should drain");
+}
+
+#[test]
+fn a_simulated_dctcp_flow_replays_exactly() {
+    let path = std::env::temp_dir().join(format!("kleinrock-dctcp-{}.csv.gz", std::process::id()));
+    let mut f = FlowConfig {
+        rtt: 500 * kleinrock_sim::time::US,
+        ..flow("dctcp:shift_g=3", 0)
+    };
+    f.trace = Some(path.clone());
+    let mut c = dumbbell(1_000_000_000, 1000, 0, 1, vec![f, flow("dctcp", 1)]);
+    c.links[0].queue = QueueConfig::Fifo {
+        limit: Limit::Packets(1000),
+        mark_at: Some(20),
+    };
+    let r = run(c);
+    assert!(r.links[0].marks > 1000, "{} marks", r.links[0].marks);
+    let report =
+        kleinrock_trace::replay(&path, "dctcp:shift_g=3".parse().unwrap(), 250, &mut |_| {})
+            .unwrap();
+    // The gain matters: replaying with another one diverges.
+    let other = kleinrock_trace::replay(&path, "dctcp".parse().unwrap(), 250, &mut |_| {}).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert!(report.agrees(), "{report}");
+    assert!(!other.agrees(), "alpha never moved");
+    for hook in ["in_ack_event", "ssthresh", "set_state", "cong_avoid"] {
+        assert!(report.per_hook.contains_key(hook), "no {hook} rows");
+    }
+}

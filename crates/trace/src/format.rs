@@ -37,7 +37,7 @@ pub const RS_COLUMNS: [&str; 14] = [
 ];
 
 /// Outputs a replay compares, as (column, field) pairs.
-pub const OUTPUTS: [(&str, Field); 7] = [
+pub const OUTPUTS: [(&str, Field); 9] = [
     ("post_snd_cwnd", Field::snd_cwnd),
     ("post_snd_ssthresh", Field::snd_ssthresh),
     ("post_snd_cwnd_cnt", Field::snd_cwnd_cnt),
@@ -45,6 +45,8 @@ pub const OUTPUTS: [(&str, Field); 7] = [
     ("post_pacing_status", Field::pacing_status),
     ("post_app_limited", Field::app_limited),
     ("post_prior_cwnd", Field::prior_cwnd),
+    ("post_ecn_flags", Field::ecn_flags),
+    ("post_icsk_ack_pending", Field::icsk_ack_pending),
 ];
 
 /// Outputs every trace must carry.

@@ -1,11 +1,14 @@
 //! The TCP receiver: cumulative ACKs with SACK blocks, Linux-like delayed
-//! ACKs, D-SACK for duplicates, and the classic ECN echo (RFC 3168).
+//! ACKs, D-SACK for duplicates, and ECN echo: classic (RFC 3168, ECE latched
+//! until CWR) or DCTCP's (ECE follows each packet's mark, RFC 8257 3.2).
 //!
 //! ACK policy (`__tcp_ack_snd_check()`): quick-ACK every segment for the
 //! first 16 ACKs of a connection; afterwards ACK once more than one full
 //! segment is unacknowledged, else arm the 40 ms delayed-ACK timer; ACK at
 //! once on out-of-order data, on a duplicate, and when a hole fills.
 //! SACK compression (Linux's 1 ms dupack coalescing) is not modelled.
+
+use kleinrock_cc::dctcp::ece_ack_update;
 
 use crate::packet::{Ecn, Packet, MAX_SACK_BLOCKS};
 use crate::time::{Time, MS};
@@ -16,6 +19,17 @@ use super::sender::HEADER_BYTES;
 pub const QUICKACKS: u32 = 16;
 /// `TCP_DELACK_MIN`: the delayed-ACK timer.
 pub const DELACK: Time = 40 * MS;
+
+/// How the receiver reports CE marks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EcnEcho {
+    /// RFC 3168: ECE on every ACK from the first CE until the sender's CWR.
+    #[default]
+    Classic,
+    /// DCTCP (`dctcp_ece_ack_update()`): ECE on an ACK says whether the
+    /// packets it covers were marked; a change of state is ACKed at once.
+    Dctcp,
+}
 
 #[derive(Clone, Debug)]
 pub struct Receiver {
@@ -28,8 +42,14 @@ pub struct Receiver {
     /// In-order segments received since the last ACK.
     unacked: u32,
     delack_at: Option<Time>,
-    /// Echo ECE until the sender says CWR.
+    echo: EcnEcho,
+    /// ECE on the ACKs sent now (`TCP_ECN_DEMAND_CWR`).
     ece: bool,
+    /// An ECT or CE segment has arrived (`TCP_ECN_SEEN`).
+    ecn_seen: bool,
+    /// DCTCP's CE state and `rcv_nxt` after the last data packet.
+    ce_state: u32,
+    prior_rcv_nxt: u32,
     /// Segments delivered in order to the application.
     pub delivered: u64,
     pub acks_sent: u64,
@@ -37,7 +57,7 @@ pub struct Receiver {
 
 impl Receiver {
     /// A receiver; with `delayed_acks` false it ACKs every segment.
-    pub fn new(flow: u32, delayed_acks: bool) -> Receiver {
+    pub fn new(flow: u32, delayed_acks: bool, echo: EcnEcho) -> Receiver {
         Receiver {
             flow,
             rcv_nxt: 0,
@@ -45,7 +65,11 @@ impl Receiver {
             quick: if delayed_acks { QUICKACKS } else { u32::MAX },
             unacked: 0,
             delack_at: None,
+            echo,
             ece: false,
+            ecn_seen: false,
+            ce_state: 0,
+            prior_rcv_nxt: 0,
             delivered: 0,
             acks_sent: 0,
         }
@@ -55,8 +79,9 @@ impl Receiver {
         self.delack_at
     }
 
-    fn ack(&mut self, dsack: Option<(u32, u32)>) -> Packet {
-        let mut p = Packet::ack(self.flow, self.rcv_nxt, HEADER_BYTES);
+    /// An ACK of everything below `cum`, with the current SACK blocks.
+    fn ack_packet(&self, cum: u32, ece: bool, dsack: Option<(u32, u32)>) -> Packet {
+        let mut p = Packet::ack(self.flow, cum, HEADER_BYTES);
         let mut n = 0;
         if let Some(d) = dsack {
             p.sack[0] = d;
@@ -71,12 +96,70 @@ impl Receiver {
         if n > 0 {
             p.bytes += 4 + 8 * n as u32;
         }
-        p.ece = self.ece;
+        p.ece = ece;
+        p
+    }
+
+    /// Sends the ACK of `rcv_nxt`: `tcp_event_ack_sent()` clears the
+    /// delayed-ACK state and spends a quick ACK.
+    fn ack(&mut self, dsack: Option<(u32, u32)>) -> Packet {
+        let p = self.ack_packet(self.rcv_nxt, self.ece, dsack);
         self.unacked = 0;
         self.delack_at = None;
         self.quick = self.quick.saturating_sub(1);
         self.acks_sent += 1;
         p
+    }
+
+    /// `tcp_enter_quickack_mode(sk, 2)`: ACK the next two segments at once.
+    fn quickack(&mut self) {
+        self.quick = self.quick.max(2);
+    }
+
+    /// `__tcp_ecn_check_ce()` for one ECN-capable (or not) data packet,
+    /// after `rcv_nxt` has taken it in; true if it must be ACKed at once.
+    fn check_ce(&mut self, p: &Packet, out: &mut Vec<Packet>) -> bool {
+        if p.ecn == Ecn::NotEct {
+            // After ECT has been seen, a Not-ECT segment is probably a
+            // retransmission: ACK quickly.
+            if self.ecn_seen {
+                self.quickack();
+            }
+            return false;
+        }
+        self.ecn_seen = true;
+        let ce = p.ecn == Ecn::Ce;
+        match self.echo {
+            EcnEcho::Classic => {
+                if ce && !self.ece {
+                    // The sender may have a tiny cwnd: do not delay.
+                    self.quickack();
+                    self.ece = true;
+                }
+                false
+            }
+            EcnEcho::Dctcp => {
+                let r = ece_ack_update(
+                    &mut self.ce_state,
+                    &mut self.prior_rcv_nxt,
+                    self.rcv_nxt,
+                    ce,
+                    self.delack_at.is_some(),
+                );
+                if let Some((cum, ece)) = r.flush {
+                    // Not `ack()`: an ACK below rcv_nxt leaves the delayed
+                    // ACK state alone (`tcp_event_ack_sent()`).
+                    out.push(self.ack_packet(cum, ece, None));
+                    self.acks_sent += 1;
+                    if cum == self.rcv_nxt {
+                        self.unacked = 0;
+                        self.delack_at = None;
+                    }
+                }
+                self.ece = r.ece;
+                r.ack_now
+            }
+        }
     }
 
     /// Adds `seq` to the out-of-order ranges, merging neighbours, and moves
@@ -100,11 +183,12 @@ impl Receiver {
 
     /// A data segment arrives; any ACK to send now is pushed to `out`.
     pub fn on_data(&mut self, now: Time, p: &Packet, out: &mut Vec<Packet>) {
-        if p.ecn == Ecn::Ce {
-            self.ece = true;
-        }
+        // tcp_ecn_accept_cwr(): the sender has reduced; it may be down to
+        // a packet or two, so ACK at once.
+        let mut now_ack = false;
         if p.cwr {
-            self.ece = p.ecn == Ecn::Ce;
+            self.ece = false;
+            now_ack = true;
         }
         let seq = p.seq;
         if seq < self.rcv_nxt {
@@ -112,6 +196,7 @@ impl Receiver {
             return;
         }
         if seq > self.rcv_nxt {
+            self.check_ce(p, out);
             if !self.add_ooo(seq) {
                 out.push(self.ack(Some((seq, seq + 1))));
                 return;
@@ -130,7 +215,8 @@ impl Receiver {
         }
         self.delivered += advanced as u64;
         self.unacked += advanced;
-        if had_ooo || self.quick > 0 || self.unacked > 1 || p.ecn == Ecn::Ce {
+        now_ack |= self.check_ce(p, out);
+        if had_ooo || self.quick > 0 || self.unacked > 1 || now_ack {
             out.push(self.ack(None));
         } else if self.delack_at.is_none() {
             self.delack_at = Some(now + DELACK);
@@ -155,7 +241,7 @@ mod tests {
 
     #[test]
     fn quick_acks_then_every_second_segment() {
-        let mut r = Receiver::new(0, true);
+        let mut r = Receiver::new(0, true, EcnEcho::Classic);
         let mut out = Vec::new();
         for s in 0..16 {
             r.on_data(0, &data(s), &mut out);
@@ -171,7 +257,7 @@ mod tests {
 
     #[test]
     fn a_lone_segment_waits_for_the_delack_timer() {
-        let mut r = Receiver::new(0, true);
+        let mut r = Receiver::new(0, true, EcnEcho::Classic);
         r.quick = 0;
         let mut out = Vec::new();
         r.on_data(1000, &data(0), &mut out);
@@ -186,7 +272,7 @@ mod tests {
 
     #[test]
     fn holes_produce_sack_blocks_most_recent_first() {
-        let mut r = Receiver::new(0, true);
+        let mut r = Receiver::new(0, true, EcnEcho::Classic);
         let mut out = Vec::new();
         r.on_data(0, &data(0), &mut out);
         r.on_data(0, &data(2), &mut out);
@@ -209,7 +295,7 @@ mod tests {
 
     #[test]
     fn ce_is_echoed_until_cwr() {
-        let mut r = Receiver::new(0, true);
+        let mut r = Receiver::new(0, true, EcnEcho::Classic);
         let mut out = Vec::new();
         let mut p = data(0);
         p.ecn = Ecn::Ce;
@@ -221,5 +307,62 @@ mod tests {
         c.cwr = true;
         r.on_data(0, &c, &mut out);
         assert!(!out.last().unwrap().ece);
+    }
+
+    fn marked(seq: u32, ce: bool) -> Packet {
+        let mut p = data(seq);
+        p.ecn = if ce { Ecn::Ce } else { Ecn::Ect };
+        p
+    }
+
+    #[test]
+    fn classic_echo_acks_the_first_mark_quickly() {
+        let mut r = Receiver::new(0, true, EcnEcho::Classic);
+        r.quick = 0;
+        let mut out = Vec::new();
+        r.on_data(0, &marked(0, false), &mut out);
+        assert!(out.is_empty(), "an unmarked lone segment waits");
+        r.on_data(0, &marked(1, true), &mut out);
+        r.on_data(0, &marked(2, false), &mut out);
+        // Quick-ACK mode for two segments: both ACKed at once, with ECE.
+        assert_eq!(
+            out.iter().map(|a| (a.seq, a.ece)).collect::<Vec<_>>(),
+            [(2, true), (3, true)]
+        );
+        out.clear();
+        // Later marks while ECE is latched change nothing.
+        r.on_data(0, &marked(3, true), &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn dctcp_echo_reports_each_packets_mark_and_flushes_on_a_flip() {
+        let mut r = Receiver::new(0, true, EcnEcho::Dctcp);
+        r.quick = 0;
+        let mut out = Vec::new();
+        let acks = |out: &mut Vec<Packet>| {
+            let v: Vec<(u32, bool)> = out.iter().map(|a| (a.seq, a.ece)).collect();
+            out.clear();
+            v
+        };
+        r.on_data(0, &marked(0, false), &mut out);
+        assert_eq!(acks(&mut out), []);
+        // Flip to CE with segment 0's ACK delayed: that ACK goes first
+        // without ECE, then segment 1's with ECE.
+        r.on_data(0, &marked(1, true), &mut out);
+        assert_eq!(acks(&mut out), [(1, false), (2, true)]);
+        // Still CE: ordinary delayed ACKs, every second segment, with ECE.
+        r.on_data(0, &marked(2, true), &mut out);
+        assert_eq!(acks(&mut out), []);
+        r.on_data(0, &marked(3, true), &mut out);
+        assert_eq!(acks(&mut out), [(4, true)]);
+        // Flip back with nothing delayed: one immediate ACK without ECE.
+        r.on_data(0, &marked(4, false), &mut out);
+        assert_eq!(acks(&mut out), [(5, false)]);
+        // CWR does not unlatch anything DCTCP did not latch.
+        let mut c = marked(5, true);
+        c.cwr = true;
+        r.on_data(0, &c, &mut out);
+        assert_eq!(acks(&mut out), [(6, true)]);
     }
 }

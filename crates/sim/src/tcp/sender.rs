@@ -2,8 +2,9 @@
 //! reduced to what congestion control sees, with the congestion-control
 //! algorithm called through its hooks in the kernel's order.
 //!
-//! Per ACK (`tcp_ack()`): SACK tagging and RACK, `in_ack_event`, cumulative
-//! ACK processing with RTT samples and `pkts_acked`, loss-recovery state
+//! Per ACK (`tcp_ack()`): SACK tagging and RACK, cumulative ACK processing
+//! with RTT samples and `pkts_acked`, `in_ack_event` (after the
+//! retransmit queue is cleaned, as in Linux 6.18), loss-recovery state
 //! changes (`ssthresh`, `set_state`), then cwnd: the algorithm's
 //! `cong_control`, or PRR while reducing, or `cong_avoid` when growth is
 //! allowed; then transmission. Timers share one slot as in Linux
@@ -13,7 +14,7 @@
 //! appear to the algorithm as bytes (`index * mss`), as in the kernel.
 
 use kleinrock_cc::ops::{NoTap, Tap, CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
-use kleinrock_cc::sock::{after, usecs_to_jiffies, TCP_INFINITE_SSTHRESH};
+use kleinrock_cc::sock::{after, usecs_to_jiffies, TCP_ECN_OK, TCP_INFINITE_SSTHRESH};
 use kleinrock_cc::{
     AckSample, Algorithm, CaEvent, CaState, CongestionControl, Hook, PacingStatus, RateSample, Sock,
 };
@@ -35,6 +36,20 @@ pub const FLAG_DATA_ACKED: u32 = 0x04;
 pub const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
 pub const FLAG_DATA_SACKED: u32 = 0x20;
 pub const FLAG_ECE: u32 = 0x40;
+
+/// `tcp_in_ack_event()`'s flags. An ACK with SACK blocks or ECE misses
+/// header prediction and takes the slow path; any ACK that moves `snd_una`
+/// updates the window (`tcp_may_update_window()`).
+fn in_ack_flags(advanced: bool, ack: &Packet, ece: bool) -> u32 {
+    let mut ev = if advanced { CA_ACK_WIN_UPDATE } else { 0 };
+    if ack.nsack > 0 || ece {
+        ev |= CA_ACK_SLOWPATH;
+        if ece {
+            ev |= CA_ACK_ECE;
+        }
+    }
+    ev
+}
 
 /// How a sender is set up.
 #[derive(Clone, Debug)]
@@ -107,6 +122,8 @@ pub struct Sender {
     cwnd_usage_seq: u32,
     pub min_rtt_us: u32,
     ecn_cwr_pending: bool,
+    /// Segments delivered on ACKs that echoed ECE (`tp->delivered_ce`).
+    delivered_ce: u32,
     /// Segments newly marked lost while processing the current ACK.
     rate_lost: u32,
     /// Segments ever marked lost (`tp->lost`).
@@ -150,6 +167,7 @@ impl Sender {
             cwnd_usage_seq: 0,
             min_rtt_us: u32::MAX,
             ecn_cwr_pending: false,
+            delivered_ce: 0,
             rate_lost: 0,
             lost_total: 0,
             done_at: None,
@@ -205,6 +223,7 @@ impl Sender {
         sk.srtt_us = self.rtt.srtt_us;
         sk.min_rtt_us = self.min_rtt_us;
         sk.delivered = self.rate.delivered;
+        sk.delivered_ce = self.delivered_ce;
         sk.delivered_mstamp = self.rate.delivered_mstamp;
         sk.app_limited = self.rate.app_limited;
         sk.rate_app_limited = self.rate.rate_app_limited;
@@ -223,6 +242,10 @@ impl Sender {
     pub fn start(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.started = true;
         self.sync(now);
+        // ECN is negotiated in the handshake, before init sees the socket.
+        if self.cfg.ecn {
+            self.sk.ecn_flags |= TCP_ECN_OK;
+        }
         self.call(Hook::Init);
         if self.cfg.pace_all && self.sk.pacing_status == PacingStatus::None {
             self.sk.pacing_status = PacingStatus::Fq;
@@ -330,9 +353,12 @@ impl Sender {
         self.next_send = self.next_send.max(now) + gap;
     }
 
-    fn packet(&self, seq: u32) -> Packet {
+    /// A data segment. `tcp_ecn_send()`: new data is ECT when ECN is on;
+    /// retransmissions are not, unless the algorithm needs ECN (DCTCP
+    /// must see every packet's mark).
+    fn packet(&self, seq: u32, retransmit: bool) -> Packet {
         let mut p = Packet::data(self.flow, seq, self.cfg.mss + HEADER_BYTES);
-        if self.cfg.ecn {
+        if self.cfg.ecn && (!retransmit || self.cc.needs_ecn()) {
             p.ecn = Ecn::Ect;
         }
         p
@@ -351,7 +377,7 @@ impl Sender {
             stamp,
             flags: 0,
         });
-        let mut p = self.packet(seq);
+        let mut p = self.packet(seq, false);
         if self.ecn_cwr_pending {
             p.cwr = true;
             self.ecn_cwr_pending = false;
@@ -398,7 +424,7 @@ impl Sender {
         let now_us = now / US;
         let stamp = self.rate.on_send(now_us, self.sb.packets_out());
         self.sb.mark_retransmitted(seq, now_us, stamp);
-        out.push(self.packet(seq));
+        out.push(self.packet(seq, true));
         self.stats.segments_sent += 1;
         self.stats.retransmits += 1;
     }
@@ -675,6 +701,7 @@ impl Sender {
             ..RateSample::default()
         };
         let mut flag = 0u32;
+        let ece = ack.ece && self.cfg.ecn;
         let mut ack_rtt: Option<u32> = None;
         let mut sack_rtt: Option<u32> = None;
 
@@ -707,21 +734,10 @@ impl Sender {
                 flag |= FLAG_DATA_SACKED;
             }
         }
-        let ece = ack.ece && self.cfg.ecn;
-        let mut ev = if cum > prior_una {
-            CA_ACK_WIN_UPDATE
-        } else {
-            0
-        };
-        if ack.nsack > 0 || cum == prior_una || ece {
-            ev = CA_ACK_SLOWPATH;
-            if ece {
-                ev |= CA_ACK_ECE;
-                flag |= FLAG_ECE;
-            }
+        if ece {
+            flag |= FLAG_ECE;
+            self.delivered_ce += self.rate.delivered - prior_delivered;
         }
-        self.sync(now);
-        self.call(Hook::InAckEvent(ev));
 
         // Cumulative ACK: tcp_clean_rtx_queue().
         let mut acked_pkts = 0u32;
@@ -740,6 +756,7 @@ impl Sender {
             if !s.has(SACKED) {
                 let ever = s.has(EVER_RETRANS);
                 self.rate.delivered += 1;
+                self.delivered_ce += ece as u32;
                 self.rate
                     .on_delivered(&mut rs, &mut s.stamp, s.tx_us, seq + 1, ever, false);
                 self.rack
@@ -784,6 +801,8 @@ impl Sender {
             };
             self.call(Hook::PktsAcked(sample));
         }
+        self.sync(now);
+        self.call(Hook::InAckEvent(in_ack_flags(cum > prior_una, ack, ece)));
         if cum > prior_una {
             // tcp_set_xmit_timer(): a TLP, else the RTO, from now.
             if !self.schedule_loss_probe(now, true) {

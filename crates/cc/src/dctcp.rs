@@ -1,0 +1,549 @@
+//! DCTCP: Data Center TCP, window reduction in proportion to marking.
+//!
+//! Alizadeh et al., "Data Center TCP (DCTCP)", SIGCOMM 2010; RFC 8257; a
+//! port of Linux 6.18 `net/ipv4/tcp_dctcp.c` and `tcp_dctcp.h`.
+//!
+//! Switches mark CE on every packet that finds the queue above a threshold
+//! K (step marking, no averaging). The receiver echoes the CE state of
+//! each packet exactly rather than latching it, and the sender keeps, once
+//! per window of data, an estimate of the marked fraction F:
+//!
+//! ```text
+//!     alpha = (1 - g) * alpha + g * F         (g = 1/16, alpha in 1/1024)
+//!     ssthresh = cwnd * (1 - alpha / 2)       (on the first ECE per window)
+//! ```
+//!
+//! so a lightly marked flow backs off a little and a fully marked one
+//! halves, like Reno. Growth is Reno's; a real loss halves as Reno does.
+//!
+//! Receiver side: [`ece_ack_update`] is the CE state machine both ends run
+//! (`dctcp_ece_ack_update()`). When the CE state flips, a delayed ACK that
+//! covers packets of the old state goes out first, with the old ECE, so
+//! every byte is echoed with the mark it carried.
+//!
+//! Without negotiated ECN (no `TCP_ECN_OK` at `init`) the kernel swaps the
+//! connection to `dctcp-reno`; this port does the same through a flag.
+
+use alloc::string::{String, ToString};
+
+use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
+use crate::ops::{CaEvent, CaVisitor, CongestionControl};
+use crate::params::{int_value, ParamError, ParamInfo, Params};
+use crate::sock::{before, CaState, Field, Sock, TCP_ECN_DEMAND_CWR, TCP_ECN_OK};
+
+/// `DCTCP_MAX_ALPHA`: alpha is a fraction in units of 1/1024.
+pub const DCTCP_MAX_ALPHA: u32 = 1024;
+
+/// `ICSK_ACK_TIMER`: a delayed ACK is scheduled.
+pub const ICSK_ACK_TIMER: u8 = 2;
+/// `ICSK_ACK_NOW`: send the next ACK at once.
+pub const ICSK_ACK_NOW: u8 = 8;
+
+/// DCTCP's module parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DctcpParams {
+    /// `dctcp_shift_g`: g = 1/2^shift_g (default 4, the kernel allows 0..10).
+    pub shift_g: u32,
+    /// `dctcp_alpha_on_init`: alpha of a new connection, 1/1024 (default
+    /// 1024, so the first marks halve the window until alpha has learnt).
+    pub alpha_on_init: u32,
+}
+
+impl Default for DctcpParams {
+    fn default() -> Self {
+        DctcpParams {
+            shift_g: 4,
+            alpha_on_init: DCTCP_MAX_ALPHA,
+        }
+    }
+}
+
+impl Params for DctcpParams {
+    const INFO: &'static [ParamInfo] = &[
+        ParamInfo {
+            key: "shift_g",
+            values: "0..10",
+            help: "EWMA gain of alpha is 1/2^shift_g (default 4)",
+        },
+        ParamInfo {
+            key: "alpha_on_init",
+            values: "0..4294967295",
+            help: "initial alpha in 1/1024, capped at 1024 (default 1024)",
+        },
+    ];
+
+    fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
+        match key {
+            "shift_g" => self.shift_g = int_value(key, v, 0, 10)?,
+            "alpha_on_init" => self.alpha_on_init = int_value(key, v, 0, u32::MAX)?,
+            _ => return Err(ParamError::unknown(key)),
+        }
+        Ok(())
+    }
+
+    fn get(&self, key: &str) -> String {
+        match key {
+            "shift_g" => self.shift_g.to_string(),
+            "alpha_on_init" => self.alpha_on_init.to_string(),
+            _ => String::new(),
+        }
+    }
+}
+
+/// `struct dctcp`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DctcpState {
+    /// `delivered` and `delivered_ce` when the current window began.
+    pub old_delivered: u32,
+    pub old_delivered_ce: u32,
+    /// Receiver: `rcv_nxt` after the last data packet.
+    pub prior_rcv_nxt: u32,
+    /// Estimated fraction of marked packets, 1/1024.
+    pub dctcp_alpha: u32,
+    /// The window ends when `snd_una` reaches this.
+    pub next_seq: u32,
+    /// Receiver: was the last data packet CE-marked (0 or 1)?
+    pub ce_state: u32,
+    /// cwnd before the last reduction, for undo.
+    pub loss_cwnd: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Dctcp {
+    params: DctcpParams,
+    st: DctcpState,
+    /// ECN was not negotiated: behave as `dctcp-reno`.
+    fallback: bool,
+}
+
+const DCTCP_READS: &[Field] = &[
+    Field::snd_cwnd,
+    Field::snd_ssthresh,
+    Field::snd_cwnd_cnt,
+    Field::snd_cwnd_clamp,
+    Field::is_cwnd_limited,
+    Field::max_packets_out,
+    Field::snd_una,
+    Field::snd_nxt,
+    Field::delivered,
+    Field::delivered_ce,
+    Field::rcv_nxt,
+    Field::ecn_flags,
+    Field::icsk_ack_pending,
+    Field::icsk_ca_state,
+];
+
+/// What the receiver's TCP must do after [`ece_ack_update`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EceAck {
+    /// Send this ACK first: (`rcv_nxt` to acknowledge, ECE), the delayed ACK
+    /// of the packets received in the old CE state.
+    pub flush: Option<(u32, bool)>,
+    /// Acknowledge the current packet at once.
+    pub ack_now: bool,
+    /// ECE for the ACKs that follow (`TCP_ECN_DEMAND_CWR`).
+    pub ece: bool,
+}
+
+/// `dctcp_ece_ack_update()`: the receiver's CE state machine, run for every
+/// ECN-capable data packet after `rcv_nxt` has taken it in. `ce_state` is
+/// 0 or 1; `ack_delayed` says a delayed ACK is pending.
+pub fn ece_ack_update(
+    ce_state: &mut u32,
+    prior_rcv_nxt: &mut u32,
+    rcv_nxt: u32,
+    is_ce: bool,
+    ack_delayed: bool,
+) -> EceAck {
+    let new_ce_state = is_ce as u32;
+    let mut out = EceAck::default();
+    if *ce_state != new_ce_state {
+        // Flipped: the pending ACK must still report the old state.
+        if ack_delayed {
+            out.flush = Some((*prior_rcv_nxt, *ce_state == 1));
+        }
+        out.ack_now = true;
+    }
+    *prior_rcv_nxt = rcv_nxt;
+    *ce_state = new_ce_state;
+    out.ece = new_ce_state == 1;
+    out
+}
+
+impl Dctcp {
+    pub fn new(params: DctcpParams) -> Dctcp {
+        Dctcp {
+            params,
+            ..Dctcp::default()
+        }
+    }
+
+    pub fn params(&self) -> &DctcpParams {
+        &self.params
+    }
+
+    pub fn state(&self) -> &DctcpState {
+        &self.st
+    }
+
+    /// Did `init` fall back to Reno for want of ECN?
+    pub fn is_fallback(&self) -> bool {
+        self.fallback
+    }
+
+    /// `dctcp_reset()`: start a new observation window.
+    fn reset(&mut self, sk: &Sock) {
+        self.st.next_seq = sk.snd_nxt;
+        self.st.old_delivered = sk.delivered;
+        self.st.old_delivered_ce = sk.delivered_ce;
+    }
+
+    /// `dctcp_update_alpha()`: once per window of data, fold the fraction
+    /// of CE-echoed deliveries into alpha.
+    fn update_alpha(&mut self, sk: &Sock) {
+        if before(sk.snd_una, self.st.next_seq) {
+            return;
+        }
+        let mut delivered_ce = sk.delivered_ce.wrapping_sub(self.st.old_delivered_ce);
+        let mut alpha = self.st.dctcp_alpha;
+        alpha -= min_not_zero(alpha, alpha >> self.params.shift_g);
+        if delivered_ce != 0 {
+            let delivered = sk.delivered.wrapping_sub(self.st.old_delivered);
+            // u32 as in the kernel: with shift_g = 1 this overflows after
+            // 8 M marked packets in one window.
+            delivered_ce = delivered_ce.wrapping_shl(10 - self.params.shift_g);
+            delivered_ce /= delivered.max(1);
+            alpha = alpha.wrapping_add(delivered_ce).min(DCTCP_MAX_ALPHA);
+        }
+        self.st.dctcp_alpha = alpha;
+        self.reset(sk);
+    }
+
+    /// `dctcp_react_to_loss()`: a real loss halves, whatever alpha says.
+    fn react_to_loss(&mut self, sk: &mut Sock) {
+        self.st.loss_cwnd = sk.snd_cwnd;
+        sk.snd_ssthresh = (sk.snd_cwnd >> 1).max(2);
+    }
+}
+
+/// The kernel's `min_not_zero()`.
+fn min_not_zero(a: u32, b: u32) -> u32 {
+    match (a, b) {
+        (0, b) => b,
+        (a, 0) => a,
+        (a, b) => a.min(b),
+    }
+}
+
+/// `dctcp_ece_ack_cwr()`: ECE on outgoing ACKs follows the CE state.
+fn set_demand_cwr(sk: &mut Sock, on: bool) {
+    if on {
+        sk.ecn_flags |= TCP_ECN_DEMAND_CWR;
+    } else {
+        sk.ecn_flags &= !TCP_ECN_DEMAND_CWR;
+    }
+}
+
+impl CongestionControl for Dctcp {
+    fn name(&self) -> &'static str {
+        "dctcp"
+    }
+
+    fn needs_ecn(&self) -> bool {
+        true
+    }
+
+    fn init(&mut self, sk: &mut Sock) {
+        if sk.ecn_flags & TCP_ECN_OK == 0 {
+            self.fallback = true;
+            return;
+        }
+        self.fallback = false;
+        self.st.prior_rcv_nxt = sk.rcv_nxt;
+        self.st.dctcp_alpha = self.params.alpha_on_init.min(DCTCP_MAX_ALPHA);
+        self.st.loss_cwnd = 0;
+        self.st.ce_state = 0;
+        self.reset(sk);
+    }
+
+    fn ssthresh(&mut self, sk: &mut Sock) -> u32 {
+        if self.fallback {
+            return tcp_reno_ssthresh(sk);
+        }
+        let cwnd = sk.snd_cwnd;
+        self.st.loss_cwnd = cwnd;
+        cwnd.wrapping_sub(cwnd.wrapping_mul(self.st.dctcp_alpha) >> 11)
+            .max(2)
+    }
+
+    fn cong_avoid(&mut self, sk: &mut Sock, ack: u32, acked: u32) {
+        tcp_reno_cong_avoid(sk, ack, acked);
+    }
+
+    fn in_ack_event(&mut self, sk: &mut Sock, _flags: u32) {
+        if !self.fallback {
+            self.update_alpha(sk);
+        }
+    }
+
+    fn set_state(&mut self, sk: &mut Sock, new_state: CaState) {
+        // An RTO is handled in cwnd_event, so one loss reacts once.
+        if !self.fallback && new_state == CaState::Recovery && new_state != sk.icsk_ca_state {
+            self.react_to_loss(sk);
+        }
+    }
+
+    fn cwnd_event(&mut self, sk: &mut Sock, ev: CaEvent) {
+        if self.fallback {
+            return;
+        }
+        match ev {
+            CaEvent::EcnIsCe | CaEvent::EcnNoCe => {
+                // The ACKs this asks for (`flush`, `ack_now`) are the
+                // receiver's TCP's to send; the hook records the request.
+                let r = ece_ack_update(
+                    &mut self.st.ce_state,
+                    &mut self.st.prior_rcv_nxt,
+                    sk.rcv_nxt,
+                    ev == CaEvent::EcnIsCe,
+                    sk.icsk_ack_pending & ICSK_ACK_TIMER != 0,
+                );
+                if r.ack_now {
+                    sk.icsk_ack_pending |= ICSK_ACK_NOW;
+                }
+                set_demand_cwr(sk, r.ece);
+            }
+            CaEvent::Loss => self.react_to_loss(sk),
+            _ => {}
+        }
+    }
+
+    fn undo_cwnd(&mut self, sk: &mut Sock) -> u32 {
+        if self.fallback {
+            return tcp_reno_undo_cwnd(sk);
+        }
+        sk.snd_cwnd.max(self.st.loss_cwnd)
+    }
+
+    fn visit_ca(&self, visit: CaVisitor<'_>) {
+        let s = &self.st;
+        for (name, v) in [
+            ("old_delivered", s.old_delivered),
+            ("old_delivered_ce", s.old_delivered_ce),
+            ("prior_rcv_nxt", s.prior_rcv_nxt),
+            ("dctcp_alpha", s.dctcp_alpha),
+            ("next_seq", s.next_seq),
+            ("ce_state", s.ce_state),
+            ("loss_cwnd", s.loss_cwnd),
+        ] {
+            visit(name, v as u64);
+        }
+    }
+
+    fn set_ca(&mut self, name: &str, value: u64) -> bool {
+        let s = &mut self.st;
+        let v = value as u32;
+        match name {
+            "old_delivered" => s.old_delivered = v,
+            "old_delivered_ce" => s.old_delivered_ce = v,
+            "prior_rcv_nxt" => s.prior_rcv_nxt = v,
+            "dctcp_alpha" => s.dctcp_alpha = v,
+            "next_seq" => s.next_seq = v,
+            "ce_state" => s.ce_state = v,
+            "loss_cwnd" => s.loss_cwnd = v,
+            _ => return false,
+        }
+        true
+    }
+
+    fn reads(&self) -> &'static [Field] {
+        DCTCP_READS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sock() -> Sock {
+        let mut sk = Sock::new(1000);
+        sk.ecn_flags = TCP_ECN_OK;
+        sk
+    }
+
+    /// Ends a window in which `delivered` segments arrived, `ce` of them
+    /// echoed with ECE.
+    fn window(d: &mut Dctcp, sk: &mut Sock, delivered: u32, ce: u32) {
+        sk.delivered += delivered;
+        sk.delivered_ce += ce;
+        sk.snd_una = d.st.next_seq;
+        sk.snd_nxt = sk.snd_una + 100 * 1448;
+        d.in_ack_event(sk, 0);
+    }
+
+    #[test]
+    fn alpha_is_an_ewma_of_the_marked_fraction_with_gain_one_sixteenth() {
+        let mut d = Dctcp::default();
+        let mut sk = sock();
+        d.init(&mut sk);
+        assert_eq!(d.st.dctcp_alpha, 1024);
+        // No marks: alpha -= alpha >> 4 each window.
+        window(&mut d, &mut sk, 100, 0);
+        assert_eq!(d.st.dctcp_alpha, 960);
+        window(&mut d, &mut sk, 100, 0);
+        assert_eq!(d.st.dctcp_alpha, 900);
+        // 25 of 100 marked: 900 - 56 + (25 << 6) / 100 = 844 + 16 = 860.
+        window(&mut d, &mut sk, 100, 25);
+        assert_eq!(d.st.dctcp_alpha, 860);
+        // All marked: 860 - 53 + 64 = 871.
+        window(&mut d, &mut sk, 100, 100);
+        assert_eq!(d.st.dctcp_alpha, 871);
+        // Below 16, alpha >> 4 is zero and min_not_zero takes all of it.
+        d.st.dctcp_alpha = 15;
+        window(&mut d, &mut sk, 100, 0);
+        assert_eq!(d.st.dctcp_alpha, 0);
+        // A single marked packet in ten: 0 + (1 << 6) / 10 = 6.
+        window(&mut d, &mut sk, 10, 1);
+        assert_eq!(d.st.dctcp_alpha, 6);
+    }
+
+    #[test]
+    fn alpha_only_moves_once_per_window() {
+        let mut d = Dctcp::default();
+        let mut sk = sock();
+        sk.snd_nxt = 50 * 1448;
+        d.init(&mut sk);
+        sk.snd_una = 10 * 1448;
+        sk.delivered = 10;
+        sk.delivered_ce = 10;
+        d.in_ack_event(&mut sk, 0);
+        assert_eq!(d.st.dctcp_alpha, 1024);
+        assert_eq!(d.st.old_delivered, 0);
+        sk.snd_una = 50 * 1448;
+        sk.delivered = 50;
+        d.in_ack_event(&mut sk, 0);
+        // 1024 - 64 + (10 << 6) / 50 = 960 + 12.
+        assert_eq!(d.st.dctcp_alpha, 972);
+        assert_eq!((d.st.old_delivered, d.st.old_delivered_ce), (50, 10));
+    }
+
+    #[test]
+    fn shift_g_sets_the_gain() {
+        let mut d = Dctcp::new(DctcpParams {
+            shift_g: 0,
+            alpha_on_init: 300,
+        });
+        let mut sk = sock();
+        d.init(&mut sk);
+        assert_eq!(d.st.dctcp_alpha, 300);
+        // g = 1: alpha becomes F exactly. 3 of 4 marked: (3 << 10) / 4.
+        window(&mut d, &mut sk, 4, 3);
+        assert_eq!(d.st.dctcp_alpha, 768);
+        let mut d = Dctcp::new(DctcpParams {
+            shift_g: 4,
+            alpha_on_init: 5000,
+        });
+        d.init(&mut sk);
+        assert_eq!(d.st.dctcp_alpha, 1024, "capped at DCTCP_MAX_ALPHA");
+    }
+
+    #[test]
+    fn ssthresh_backs_off_by_half_alpha_and_loss_halves() {
+        let mut d = Dctcp::default();
+        let mut sk = sock();
+        d.init(&mut sk);
+        sk.snd_cwnd = 100;
+        // alpha = 1024: 100 - 100 * 1024 / 2048 = 50.
+        assert_eq!(d.ssthresh(&mut sk), 50);
+        d.st.dctcp_alpha = 100;
+        // 100 - (10000 >> 11) = 100 - 4.
+        assert_eq!(d.ssthresh(&mut sk), 96);
+        assert_eq!(d.st.loss_cwnd, 100);
+        d.st.dctcp_alpha = 0;
+        sk.snd_cwnd = 2;
+        assert_eq!(d.ssthresh(&mut sk), 2);
+        // Entering Recovery from Open halves regardless of alpha.
+        sk.snd_cwnd = 80;
+        sk.snd_ssthresh = 79;
+        d.set_state(&mut sk, CaState::Recovery);
+        assert_eq!(sk.snd_ssthresh, 40);
+        // Already in Recovery: no second reaction.
+        sk.icsk_ca_state = CaState::Recovery;
+        sk.snd_cwnd = 60;
+        d.set_state(&mut sk, CaState::Recovery);
+        assert_eq!(sk.snd_ssthresh, 40);
+        // RTO.
+        d.cwnd_event(&mut sk, CaEvent::Loss);
+        assert_eq!((sk.snd_ssthresh, d.st.loss_cwnd), (30, 60));
+        sk.snd_cwnd = 1;
+        assert_eq!(d.undo_cwnd(&mut sk), 60);
+    }
+
+    #[test]
+    fn without_ecn_it_is_reno() {
+        let mut d = Dctcp::default();
+        let mut sk = Sock::new(1000);
+        d.init(&mut sk);
+        assert!(d.is_fallback());
+        sk.snd_cwnd = 100;
+        assert_eq!(d.ssthresh(&mut sk), 50);
+        d.cwnd_event(&mut sk, CaEvent::EcnIsCe);
+        assert_eq!(sk.ecn_flags, 0);
+        sk.prior_cwnd = 70;
+        sk.snd_ssthresh = 10;
+        assert_eq!(d.undo_cwnd(&mut sk), 100);
+    }
+
+    #[test]
+    fn the_receiver_echoes_each_flip_and_flushes_the_delayed_ack_first() {
+        let (mut ce, mut prior) = (0u32, 0u32);
+        // Unmarked packet, no flip.
+        let r = ece_ack_update(&mut ce, &mut prior, 1, false, false);
+        assert_eq!(r, EceAck::default());
+        // A marked packet while a delayed ACK covers seq < 1: that ACK goes
+        // first without ECE, then an immediate ACK with ECE.
+        let r = ece_ack_update(&mut ce, &mut prior, 2, true, true);
+        assert_eq!(
+            r,
+            EceAck {
+                flush: Some((1, false)),
+                ack_now: true,
+                ece: true
+            }
+        );
+        // Marked again: no flip, ECE stays.
+        let r = ece_ack_update(&mut ce, &mut prior, 3, true, true);
+        assert_eq!(
+            r,
+            EceAck {
+                flush: None,
+                ack_now: false,
+                ece: true
+            }
+        );
+        // Back to unmarked with nothing delayed: immediate ACK, no flush.
+        let r = ece_ack_update(&mut ce, &mut prior, 4, false, false);
+        assert_eq!(
+            r,
+            EceAck {
+                flush: None,
+                ack_now: true,
+                ece: false
+            }
+        );
+        assert_eq!((ce, prior), (0, 4));
+
+        // The hook form keeps the same state in the socket.
+        let mut d = Dctcp::default();
+        let mut sk = sock();
+        d.init(&mut sk);
+        sk.rcv_nxt = 7;
+        sk.icsk_ack_pending = ICSK_ACK_TIMER;
+        d.cwnd_event(&mut sk, CaEvent::EcnIsCe);
+        assert_eq!(sk.ecn_flags, TCP_ECN_OK | TCP_ECN_DEMAND_CWR);
+        assert_eq!(sk.icsk_ack_pending, ICSK_ACK_TIMER | ICSK_ACK_NOW);
+        assert_eq!((d.st.ce_state, d.st.prior_rcv_nxt), (1, 7));
+        d.cwnd_event(&mut sk, CaEvent::EcnNoCe);
+        assert_eq!(sk.ecn_flags, TCP_ECN_OK);
+    }
+}
