@@ -868,11 +868,12 @@ impl CongestionControl for Bbr {
             ("extra_acked_win_rtts", s.extra_acked_win_rtts as u64),
             ("extra_acked_win_idx", s.extra_acked_win_idx as u64),
         ] {
-            visit(name, v);
+            visit(name, v as i64);
         }
     }
 
-    fn set_ca(&mut self, name: &str, v: u64) -> bool {
+    fn set_ca(&mut self, name: &str, v: i64) -> bool {
+        let v = v as u64;
         let s = &mut self.st;
         let b = v != 0;
         match name {
@@ -924,7 +925,7 @@ impl CongestionControl for Bbr {
         &["cycle_idx"]
     }
 
-    fn expect_random(&mut self, name: &str, value: u64) {
+    fn expect_random(&mut self, name: &str, value: i64) {
         if name == "cycle_idx" {
             self.forced_cycle_idx = Some((value & 7) as u32);
         }

@@ -715,14 +715,14 @@ impl CongestionControl for Cubic {
             ("last_ack", h.last_ack),
             ("curr_rtt", h.curr_rtt),
         ] {
-            visit(name, v as u64);
+            visit(name, v as i64);
         }
         if self.params.hystart == SlowStartExit::HystartPP {
             self.hspp.visit(visit);
         }
     }
 
-    fn set_ca(&mut self, name: &str, value: u64) -> bool {
+    fn set_ca(&mut self, name: &str, value: i64) -> bool {
         let v = value as u32;
         let (ca, h) = (&mut self.ca, &mut self.hystart);
         match name {

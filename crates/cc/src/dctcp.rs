@@ -336,11 +336,11 @@ impl CongestionControl for Dctcp {
             ("ce_state", s.ce_state),
             ("loss_cwnd", s.loss_cwnd),
         ] {
-            visit(name, v as u64);
+            visit(name, v as i64);
         }
     }
 
-    fn set_ca(&mut self, name: &str, value: u64) -> bool {
+    fn set_ca(&mut self, name: &str, value: i64) -> bool {
         let s = &mut self.st;
         let v = value as u32;
         match name {

@@ -381,11 +381,11 @@ impl CongestionControl for Htcp {
             ("Bi", s.Bi),
             ("lasttime", s.lasttime),
         ] {
-            visit(name, v as u64);
+            visit(name, v as i64);
         }
     }
 
-    fn set_ca(&mut self, name: &str, value: u64) -> bool {
+    fn set_ca(&mut self, name: &str, value: i64) -> bool {
         let s = &mut self.st;
         let v = value as u32;
         match name {

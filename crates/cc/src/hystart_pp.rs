@@ -212,12 +212,12 @@ impl HystartPP {
             ("hspp_css_rounds", self.css_rounds),
             ("hspp_css_credit", self.css_credit),
         ] {
-            visit(name, v as u64);
+            visit(name, v as i64);
         }
     }
 
     /// Sets one `hspp_<member>` by name; false if there is none.
-    pub fn set(&mut self, name: &str, value: u64) -> bool {
+    pub fn set(&mut self, name: &str, value: i64) -> bool {
         let v = value as u32;
         match name {
             "hspp_phase" => {

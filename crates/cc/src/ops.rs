@@ -98,7 +98,7 @@ pub struct RateSample {
 }
 
 /// Visits the algorithm's private state as (kernel member name, value).
-pub type CaVisitor<'a> = &'a mut dyn FnMut(&'static str, u64);
+pub type CaVisitor<'a> = &'a mut dyn FnMut(&'static str, i64);
 
 /// A congestion-control algorithm: Linux's `struct tcp_congestion_ops`.
 ///
@@ -158,7 +158,7 @@ pub trait CongestionControl {
 
     /// Overwrites one private member by name; false if there is no such
     /// member. Replay uses this to take the values the kernel drew at random.
-    fn set_ca(&mut self, _name: &str, _value: u64) -> bool {
+    fn set_ca(&mut self, _name: &str, _value: i64) -> bool {
         false
     }
 
@@ -169,7 +169,7 @@ pub trait CongestionControl {
     /// A replay tells the algorithm that the member `name`, which it draws
     /// at random, ends the coming hook call at `value`: any draw in that
     /// call must produce it.
-    fn expect_random(&mut self, _name: &str, _value: u64) {}
+    fn expect_random(&mut self, _name: &str, _value: i64) {}
 
     /// Private members the kernel fills from a random draw (BBR's
     /// `cycle_idx`): a replay copies them from the trace instead of

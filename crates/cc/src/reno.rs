@@ -149,7 +149,7 @@ impl CongestionControl for Reno {
         }
     }
 
-    fn set_ca(&mut self, name: &str, value: u64) -> bool {
+    fn set_ca(&mut self, name: &str, value: i64) -> bool {
         self.params.hystart_pp && self.hspp.set(name, value)
     }
 

@@ -307,7 +307,7 @@ impl CongestionControl for Algorithm {
     fn visit_ca(&self, visit: CaVisitor<'_>) {
         dispatch!(self, a => a.visit_ca(visit))
     }
-    fn set_ca(&mut self, name: &str, value: u64) -> bool {
+    fn set_ca(&mut self, name: &str, value: i64) -> bool {
         dispatch!(self, a => a.set_ca(name, value))
     }
     fn reads(&self) -> &'static [Field] {
@@ -319,7 +319,7 @@ impl CongestionControl for Algorithm {
     fn set_random_seed(&mut self, seed: u64) {
         dispatch!(self, a => a.set_random_seed(seed))
     }
-    fn expect_random(&mut self, name: &str, value: u64) {
+    fn expect_random(&mut self, name: &str, value: i64) {
         dispatch!(self, a => a.expect_random(name, value))
     }
 }

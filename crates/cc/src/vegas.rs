@@ -267,11 +267,11 @@ impl CongestionControl for Vegas {
             ("minRTT", s.minRTT),
             ("baseRTT", s.baseRTT),
         ] {
-            visit(name, v as u64);
+            visit(name, v as i64);
         }
     }
 
-    fn set_ca(&mut self, name: &str, value: u64) -> bool {
+    fn set_ca(&mut self, name: &str, value: i64) -> bool {
         let s = &mut self.st;
         let v = value as u32;
         match name {

@@ -206,7 +206,7 @@ fn the_gain_cycle_phase_is_seeded_and_can_be_dictated() {
             sk.set_clock(t);
             sk.packets_out = 5;
             if let Some(f) = forced {
-                b.expect_random("cycle_idx", f);
+                b.expect_random("cycle_idx", f as i64);
             }
             ack(&mut b, &mut sk, 10, 10_000, 10_000);
         }

@@ -126,10 +126,11 @@ fn layout(r: &TraceReader, cc: &Algorithm) -> Result<Layout, TraceError> {
     let mut post_ca = Vec::new();
     cc.visit_ca(&mut |name, _| {
         let column = format!("post_ca_{name}");
+        // Members drawn at random are compared too: the draw was forced to
+        // the trace's value, so a difference means the algorithm did not
+        // draw where the kernel did.
         if let Some(i) = r.column(&column) {
-            if !cc.drawn_at_random().contains(&name) {
-                post_ca.push((name, column, i));
-            }
+            post_ca.push((name, column, i));
         }
     });
     let random_ca = cc
@@ -248,14 +249,14 @@ pub fn replay(
         }
         for &(name, i) in &lay.random_ca {
             if let Some(v) = cells[i] {
-                cc.expect_random(name, v as u64);
+                cc.expect_random(name, v as i64);
             }
         }
         let (next, diffs) = run_row(&lay, cells, &cc, &hook, sk);
         cc = next;
         for &(name, i) in &lay.random_ca {
             if let Some(v) = cells[i] {
-                cc.set_ca(name, v as u64);
+                cc.set_ca(name, v as i64);
             }
         }
         let count = report.per_hook.entry(hook.name()).or_default();

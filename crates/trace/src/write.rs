@@ -98,8 +98,8 @@ impl TraceWriter {
         pre: &Sock,
         post: &Sock,
         ret: u32,
-        pre_ca: &[u64],
-        post_ca: &[u64],
+        pre_ca: &[i64],
+        post_ca: &[i64],
     ) -> io::Result<()> {
         self.int(self.seq)?;
         self.int(pre.tcp_clock_cache)?;
@@ -148,13 +148,13 @@ impl TraceWriter {
 pub struct Recorder {
     writer: TraceWriter,
     pre: Option<Sock>,
-    pre_ca: Vec<u64>,
-    post_ca: Vec<u64>,
+    pre_ca: Vec<i64>,
+    post_ca: Vec<i64>,
     error: Option<io::Error>,
     rows: u64,
 }
 
-fn ca_values_into<C: CongestionControl + ?Sized>(cc: &C, out: &mut Vec<u64>) {
+fn ca_values_into<C: CongestionControl + ?Sized>(cc: &C, out: &mut Vec<i64>) {
     out.clear();
     cc.visit_ca(&mut |_, x| out.push(x));
 }
