@@ -11,7 +11,7 @@
 //! - [`ops`]: the hooks, their arguments, and [`Hook`] (one recorded call).
 //! - [`aimd`]: slow start and additive increase, shared by every algorithm.
 //! - [`hystart`], [`hystart_pp`]: slow-start exits algorithms opt into.
-//! - [`reno`], [`cubic`], [`bbr`], [`vegas`], [`htcp`], [`dctcp`]: the
+//! - [`reno`], [`cubic`], [`bbr`], [`cdg`], [`vegas`], [`htcp`], [`dctcp`]: the
 //!   algorithms; [`minmax`]: the
 //!   windowed min/max filter BBR keeps its estimates in.
 //! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
@@ -31,6 +31,7 @@ extern crate std;
 
 pub mod aimd;
 pub mod bbr;
+pub mod cdg;
 pub mod cubic;
 pub mod dctcp;
 pub mod driver;

@@ -408,6 +408,28 @@ impl Sock {
         false
     }
 
+    /// `tcp_enter_cwr()`, as far as it touches the fields an algorithm
+    /// sees: an algorithm that reduces on a signal of its own (CDG's
+    /// backoff) calls it from a hook, passing its `ssthresh`. Once per
+    /// reduction: nothing happens in CWR, Recovery or Loss. No `set_state`
+    /// hook is called (the caller is the algorithm). The core's own pieces
+    /// (PRR counters, TLP and undo markers) are for the core to reset when
+    /// it sees `icsk_ca_state` turn to CWR across the hook.
+    pub fn enter_cwr(&mut self, ssthresh: impl FnOnce(&mut Sock) -> u32) {
+        if self.icsk_ca_state >= CaState::Cwr {
+            return;
+        }
+        // tcp_init_cwnd_reduction()
+        self.high_seq = self.snd_nxt;
+        self.snd_cwnd_cnt = 0;
+        self.prior_cwnd = self.snd_cwnd;
+        self.snd_ssthresh = ssthresh(self);
+        if self.ecn_flags & TCP_ECN_OK != 0 {
+            self.ecn_flags |= TCP_ECN_QUEUE_CWR;
+        }
+        self.icsk_ca_state = CaState::Cwr;
+    }
+
     /// Is the socket paced (by TCP itself or by fq)?
     pub fn is_paced(&self) -> bool {
         self.pacing_status != PacingStatus::None
@@ -470,6 +492,28 @@ mod tests {
         assert!(!sk.set(Field::pacing_status, 3));
         assert!(!sk.set(Field::snd_cwnd, 1 << 32));
         assert_eq!(sk.snd_cwnd, 77);
+    }
+
+    #[test]
+    fn enter_cwr_reduces_once() {
+        let mut sk = Sock::new(1000);
+        sk.snd_cwnd = 40;
+        sk.snd_cwnd_cnt = 7;
+        sk.snd_nxt = 5000;
+        sk.ecn_flags = TCP_ECN_OK;
+        sk.enter_cwr(|sk| sk.snd_cwnd * 7 / 10);
+        assert_eq!(sk.icsk_ca_state, CaState::Cwr);
+        assert_eq!(
+            (sk.snd_ssthresh, sk.prior_cwnd, sk.snd_cwnd_cnt),
+            (28, 40, 0)
+        );
+        assert_eq!(
+            (sk.high_seq, sk.ecn_flags),
+            (5000, TCP_ECN_OK | TCP_ECN_QUEUE_CWR)
+        );
+        sk.snd_cwnd = 30;
+        sk.enter_cwr(|_| unreachable!("already reducing"));
+        assert_eq!(sk.snd_ssthresh, 28);
     }
 
     #[test]

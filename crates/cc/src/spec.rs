@@ -18,6 +18,7 @@ use core::fmt;
 use core::str::FromStr;
 
 use crate::bbr::Bbr;
+use crate::cdg::{Cdg, CdgParams};
 use crate::cubic::{Cubic, CubicParams};
 use crate::dctcp::{Dctcp, DctcpParams};
 use crate::htcp::{Htcp, HtcpParams};
@@ -50,6 +51,12 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         aliases: &[],
         summary: "Linux 6.18 BBR v1: model-based, paces at the estimated bottleneck rate",
         params: &[],
+    },
+    AlgorithmInfo {
+        name: "cdg",
+        aliases: &[],
+        summary: "Linux CDG: probabilistic backoff on the RTT gradient, shadow window, own HyStart",
+        params: CdgParams::INFO,
     },
     AlgorithmInfo {
         name: "vegas",
@@ -186,6 +193,7 @@ pub enum Algorithm {
     Reno(Reno),
     Cubic(Cubic),
     Bbr(Bbr),
+    Cdg(Cdg),
     Vegas(Vegas),
     Htcp(Htcp),
     Dctcp(Dctcp),
@@ -198,6 +206,7 @@ impl Algorithm {
             Algorithm::Reno(a) => render("reno", a.params()),
             Algorithm::Cubic(a) => render("cubic", a.params()),
             Algorithm::Bbr(_) => "bbr".to_string(),
+            Algorithm::Cdg(a) => render("cdg", a.params()),
             Algorithm::Vegas(a) => render("vegas", a.params()),
             Algorithm::Htcp(a) => render("htcp", a.params()),
             Algorithm::Dctcp(a) => render("dctcp", a.params()),
@@ -220,6 +229,7 @@ impl FromStr for Algorithm {
             "reno" => Algorithm::Reno(Reno::new(apply("reno", &rest)?)),
             "cubic" => Algorithm::Cubic(Cubic::new(apply("cubic", &rest)?)),
             "vegas" => Algorithm::Vegas(Vegas::new(apply("vegas", &rest)?)),
+            "cdg" => Algorithm::Cdg(Cdg::new(apply("cdg", &rest)?)),
             "htcp" => Algorithm::Htcp(Htcp::new(apply("htcp", &rest)?)),
             "dctcp" => Algorithm::Dctcp(Dctcp::new(apply("dctcp", &rest)?)),
             "bbr" => {
@@ -257,6 +267,7 @@ macro_rules! dispatch {
             Algorithm::Reno($a) => $e,
             Algorithm::Cubic($a) => $e,
             Algorithm::Bbr($a) => $e,
+            Algorithm::Cdg($a) => $e,
             Algorithm::Vegas($a) => $e,
             Algorithm::Htcp($a) => $e,
             Algorithm::Dctcp($a) => $e,
@@ -365,7 +376,7 @@ mod tests {
         let e = parse("cubicc").unwrap_err();
         assert_eq!(
             e,
-            "unknown algorithm `cubicc`; valid algorithms are reno, bbr, vegas, htcp, dctcp, cubic"
+            "unknown algorithm `cubicc`; valid algorithms are reno, bbr, cdg, vegas, htcp, dctcp, cubic"
         );
         let e = parse("bbr:gain=2").unwrap_err();
         assert_eq!(e, "unknown parameter `gain` for bbr; it takes none");

@@ -121,7 +121,7 @@ fn bad_input_gets_one_clear_sentence() {
     let e = one_error(&["model", "--cc", "cubik"]);
     assert!(
         e.contains(
-            "unknown algorithm `cubik`; valid algorithms are reno, bbr, vegas, htcp, dctcp, cubic"
+            "unknown algorithm `cubik`; valid algorithms are reno, bbr, cdg, vegas, htcp, dctcp, cubic"
         ),
         "{e}"
     );

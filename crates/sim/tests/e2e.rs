@@ -771,3 +771,118 @@ fn a_simulated_dctcp_flow_replays_exactly() {
         assert!(report.per_hook.contains_key(hook), "no {hook} rows");
     }
 }
+
+/// One flow of `cc` with a ping every 200 ms on 10 Mbit/s, 40 ms, an
+/// 84-packet FIFO: seed 002's testbed.
+fn cdg_testbed(cc: &str, secs: u64) -> Results {
+    use kleinrock_sim::world::PingConfig;
+    let mut c = dumbbell(10_000_000, 84, 0, secs, vec![flow(cc, 40)]);
+    c.pings.push(PingConfig {
+        rtt: 40 * MS,
+        interval: 200 * MS,
+        start: 0,
+        stop: None,
+    });
+    run(c)
+}
+
+#[test]
+fn cdg_keeps_the_ping_low_where_cubic_fills_the_fifo() {
+    // Seed 002 (Jonassen, single upload with ping): CUBIC fills the 84
+    // packets (100 ms at 10 Mbit/s) and the ping rises to the full queue;
+    // CDG, alone, keeps the queue short at similar throughput.
+    let cdg = cdg_testbed("cdg", 60);
+    let cubic = cdg_testbed("cubic", 60);
+    let (g_cdg, g_cubic) = (cdg.flows[0].goodput_bps, cubic.flows[0].goodput_bps);
+    let (p_cdg, p_cubic) = (cdg.pings[0].rtt_p50_ms, cubic.pings[0].rtt_p50_ms);
+    assert!(
+        g_cdg > 0.85 * g_cubic,
+        "CDG {g_cdg} vs CUBIC {g_cubic} bit/s"
+    );
+    assert!(p_cubic > 110.0, "CUBIC ping p50 {p_cubic} ms");
+    assert!(p_cdg < 55.0, "CDG ping p50 {p_cdg} ms");
+    assert_eq!(
+        cdg.flows[0].retransmits, 0,
+        "CDG backed off before the FIFO overflowed"
+    );
+}
+
+#[test]
+fn two_cdg_flows_share_the_link() {
+    let (mut a, mut b) = (0.0, 0.0);
+    for seed in 1..=3 {
+        let mut late = flow("cdg", 40);
+        late.start = 5 * SEC;
+        let mut c = dumbbell(10_000_000, 84, 0, 60, vec![flow("cdg", 40), late]);
+        c.seed = seed;
+        let r = run(c);
+        for s in r.flow_series.iter().filter(|s| s.t > 20.0) {
+            if s.flow == 0 {
+                a += s.goodput_bps;
+            } else {
+                b += s.goodput_bps;
+            }
+        }
+    }
+    let jain = (a + b) * (a + b) / (2.0 * (a * a + b * b));
+    assert!(jain >= 0.95, "Jain {jain}: {a} vs {b}");
+}
+
+/// The slow-start exit of one CDG flow: ssthresh when it first becomes
+/// finite.
+fn cdg_exit_window(spec: &str, paced: bool) -> u32 {
+    let mut c = dumbbell(100_000_000, 1000, 0, 3, vec![flow(spec, 40)]);
+    c.pace_all = paced;
+    c.sample_interval = 10 * MS;
+    let r = run(c);
+    r.flow_series
+        .iter()
+        .map(|s| s.ssthresh)
+        .find(|&s| s < u32::MAX >> 1)
+        .unwrap_or(u32::MAX)
+}
+
+#[test]
+fn paced_cdg_needs_hystart_delay_detection_only() {
+    // Seed 002 ("Hybrid Slow start with pacing"): paced segments return
+    // evenly spaced ACKs, which the ACK-train test reads as a train as
+    // long as the RTT: it ends slow start far too early. The delay test
+    // (hystart_detect=2) is unaffected.
+    let train_paced = cdg_exit_window("cdg", true);
+    let delay_paced = cdg_exit_window("cdg:hystart_detect=2", true);
+    let unpaced = cdg_exit_window("cdg", false);
+    // 100 Mbit/s x 40 ms is a BDP of 345 packets.
+    assert!(
+        train_paced < 345 / 3,
+        "paced, both tests: exit at {train_paced}"
+    );
+    assert!(
+        delay_paced > 345 / 2,
+        "paced, delay test only: exit at {delay_paced}"
+    );
+    assert!(unpaced > 345 / 2, "unpaced, both tests: exit at {unpaced}");
+}
+
+#[test]
+fn a_simulated_cdg_flow_replays_exactly_backoff_draws_included() {
+    let path = std::env::temp_dir().join(format!("kleinrock-cdg-{}.csv.gz", std::process::id()));
+    let mut f = flow("cdg", 40);
+    f.trace = Some(path.clone());
+    let mut c = dumbbell(10_000_000, 84, 0, 30, vec![f]);
+    c.sample_interval = 10 * MS;
+    let r = run(c);
+    let backoffs = r
+        .flow_series
+        .windows(2)
+        .filter(|w| w[0].ca_state == "Open" && w[1].ca_state == "CWR")
+        .count();
+    assert!(backoffs > 5, "{backoffs} backoffs");
+    let replay = |spec: &str| {
+        kleinrock_trace::replay(&path, spec.parse().unwrap(), 250, &mut |_| {}).unwrap()
+    };
+    let report = replay("cdg");
+    let other = replay("cdg:backoff_beta=512");
+    std::fs::remove_file(&path).ok();
+    assert!(report.agrees(), "{report}");
+    assert!(!other.agrees(), "backoff_beta left no mark");
+}

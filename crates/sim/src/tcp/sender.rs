@@ -14,7 +14,9 @@
 //! appear to the algorithm as bytes (`index * mss`), as in the kernel.
 
 use kleinrock_cc::ops::{NoTap, Tap, CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
-use kleinrock_cc::sock::{after, usecs_to_jiffies, TCP_ECN_OK, TCP_INFINITE_SSTHRESH};
+use kleinrock_cc::sock::{
+    after, usecs_to_jiffies, TCP_ECN_OK, TCP_ECN_QUEUE_CWR, TCP_INFINITE_SSTHRESH,
+};
 use kleinrock_cc::{
     AckSample, Algorithm, CaEvent, CaState, CongestionControl, Hook, PacingStatus, RateSample, Sock,
 };
@@ -381,6 +383,7 @@ impl Sender {
         if self.ecn_cwr_pending {
             p.cwr = true;
             self.ecn_cwr_pending = false;
+            self.sk.ecn_flags &= !TCP_ECN_QUEUE_CWR;
         }
         out.push(p);
         self.stats.segments_sent += 1;
@@ -656,6 +659,19 @@ impl Sender {
         }
     }
 
+    /// The algorithm entered CWR itself (`tcp_enter_cwr()` from CDG's
+    /// `cong_avoid`): the socket fields are done; reset the core's own
+    /// reduction state as `tcp_init_cwnd_reduction()` would have.
+    fn adopt_cwr_from_hook(&mut self) {
+        self.high_seq = self.sb.nxt();
+        self.tlp_high_seq = None;
+        self.prr = Prr::default();
+        self.sync_seq();
+        if self.cfg.ecn {
+            self.ecn_cwr_pending = true;
+        }
+    }
+
     fn sync_seq(&mut self) {
         self.sk.high_seq = self.bytes(self.high_seq);
     }
@@ -920,10 +936,14 @@ impl Sender {
                 self.sk.snd_cwnd = c;
             }
         } else if flag & (FLAG_DATA_ACKED | FLAG_DATA_SACKED) != 0 && delivered > 0 {
+            let prior_state = self.sk.icsk_ca_state;
             self.call(Hook::CongAvoid {
                 ack,
                 acked: delivered,
             });
+            if prior_state < CaState::Cwr && self.sk.icsk_ca_state == CaState::Cwr {
+                self.adopt_cwr_from_hook();
+            }
         }
         self.update_pacing_rate();
     }

@@ -1,0 +1,958 @@
+//! CDG: CAIA Delay-Gradient congestion control.
+//!
+//! Hayes and Armitage, "Revisiting TCP congestion control using delay
+//! gradients", IFIP Networking 2011; a port of Linux 6.18
+//! `net/ipv4/tcp_cdg.c` (Kenneth Klette Jonassen, seed 002).
+//!
+//! Once per round trip CDG takes the smallest and largest RTT it saw and
+//! compares them with the previous round's: the differences (gradients),
+//! summed over a moving window of `window` rounds, say whether a queue is
+//! building. A positive gradient g (µs per window) triggers a backoff with
+//! probability
+//!
+//! ```text
+//!     P = 1 - exp(-g * backoff_factor / 10^6)     (backoff_factor = 1000 / (G * window))
+//! ```
+//!
+//! to `backoff_beta` (0.7) of the window, so that flows sharing a queue do
+//! not all back off at once. Between backoffs growth is Reno's. Three
+//! heuristics let it coexist with loss-based flows: a backoff that did not
+//! shrink the RTT several times running is ineffectual and stops being taken
+//! (`use_ineff`); a shadow window remembers what backoffs gave up, so that
+//! a later loss halves that rather than the reduced window (`use_shadow`);
+//! and losses while the queue is not full are tolerated (`use_tolerance`).
+//! Slow start ends by its own HyStart (ACK trains on the µs clock, RTT
+//! minima behind a delayed-ACK filter).
+//!
+//! The random draw comes from a seeded generator ([`CongestionControl::
+//! set_random_seed`]); a replay forces its outcome from the trace.
+
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_undo_cwnd};
+use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
+use crate::params::{flag_value, int_value, ParamError, ParamInfo, Params};
+use crate::rand::SplitMix64;
+use crate::sock::{after, before, Field, Sock};
+
+/// `hystart_detect` bit: end slow start on a long ACK train.
+pub const HYSTART_ACK_TRAIN: u32 = 1;
+/// `hystart_detect` bit: end slow start when the RTT rises.
+pub const HYSTART_DELAY: u32 = 2;
+
+/// `enum cdg_state`.
+pub const CDG_UNKNOWN: u8 = 0;
+pub const CDG_NONFULL: u8 = 1;
+pub const CDG_FULL: u8 = 2;
+pub const CDG_BACKOFF: u8 = 3;
+
+/// An ACK train ends when ACKs are more than this far apart (µs).
+const ACK_TRAIN_GAP_US: u32 = 3000;
+/// Floor of HyStart's one-way-delay and delay thresholds (µs).
+const HYSTART_MIN_US: u32 = 125;
+/// RTT samples per round before the delay test may fire.
+const HYSTART_SAMPLES: u16 = 8;
+/// Consecutive single-segment ACKs after a stretch ACK that the delayed-ACK
+/// filter treats as delayed.
+const DELACK_MAX: u8 = 5;
+/// A gradient sum this negative (µs) means the last backoff worked.
+const EFFECTUAL_GRADIENT_US: i32 = -32;
+
+/// CDG's module parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CdgParams {
+    /// Rounds in the gradient window, a power of two in 1..=256 (default 8).
+    pub window: u32,
+    /// Backoff multiplier in 1/1024 (default 724, 0.7071 = sqrt(1/2)).
+    pub backoff_beta: u32,
+    /// Backoff probability scale, 1000 / (G * window) (default 42: G = 3).
+    pub backoff_factor: u32,
+    /// HyStart: 0 off, 1 ACK train, 2 delay, 3 both (default 3). Paced
+    /// flows spread their ACKs, which reads as a long train: use 2.
+    pub hystart_detect: u32,
+    /// Ineffectual backoffs tolerated before backing off stops; 0 disables
+    /// the heuristic (default 5).
+    pub use_ineff: u32,
+    /// Keep a shadow window for losses (default on).
+    pub use_shadow: bool,
+    /// Tolerate losses while the queue is not full (default off).
+    pub use_tolerance: bool,
+}
+
+impl Default for CdgParams {
+    fn default() -> Self {
+        CdgParams {
+            window: 8,
+            backoff_beta: 724,
+            backoff_factor: 42,
+            hystart_detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
+            use_ineff: 5,
+            use_shadow: true,
+            use_tolerance: false,
+        }
+    }
+}
+
+impl Params for CdgParams {
+    const INFO: &'static [ParamInfo] = &[
+        ParamInfo {
+            key: "window",
+            values: "1|2|4|8|16|32|64|128|256",
+            help: "gradient window in rounds (default 8)",
+        },
+        ParamInfo {
+            key: "backoff_beta",
+            values: "0..1024",
+            help: "window multiplier on backoff, 1/1024 (default 724)",
+        },
+        ParamInfo {
+            key: "backoff_factor",
+            values: "0..4294967295",
+            help: "backoff probability scale, 1000/(G*window) (default 42, G=3)",
+        },
+        ParamInfo {
+            key: "hystart_detect",
+            values: "0..3",
+            help: "slow-start exit: 1 ACK train, 2 delay, 3 both (default 3; 2 when paced)",
+        },
+        ParamInfo {
+            key: "use_ineff",
+            values: "0..65535",
+            help: "ineffectual backoffs before giving up, 0 off (default 5)",
+        },
+        ParamInfo {
+            key: "use_shadow",
+            values: "0|1",
+            help: "shadow window for losses (default 1)",
+        },
+        ParamInfo {
+            key: "use_tolerance",
+            values: "0|1",
+            help: "tolerate losses while the queue is not full (default 0)",
+        },
+    ];
+
+    fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
+        let flag = |v: &str| flag_value(v).ok_or_else(|| ParamError::value(key, v));
+        match key {
+            "window" => {
+                let w = int_value(key, v, 1, 256)?;
+                if !w.is_power_of_two() {
+                    return Err(ParamError::value(key, v));
+                }
+                self.window = w;
+            }
+            "backoff_beta" => self.backoff_beta = int_value(key, v, 0, 1024)?,
+            "backoff_factor" => self.backoff_factor = int_value(key, v, 0, u32::MAX)?,
+            "hystart_detect" => self.hystart_detect = int_value(key, v, 0, 3)?,
+            "use_ineff" => self.use_ineff = int_value(key, v, 0, u16::MAX as u32)?,
+            "use_shadow" => self.use_shadow = flag(v)?,
+            "use_tolerance" => self.use_tolerance = flag(v)?,
+            _ => return Err(ParamError::unknown(key)),
+        }
+        Ok(())
+    }
+
+    fn get(&self, key: &str) -> String {
+        match key {
+            "window" => self.window.to_string(),
+            "backoff_beta" => self.backoff_beta.to_string(),
+            "backoff_factor" => self.backoff_factor.to_string(),
+            "hystart_detect" => self.hystart_detect.to_string(),
+            "use_ineff" => self.use_ineff.to_string(),
+            "use_shadow" => (self.use_shadow as u8).to_string(),
+            "use_tolerance" => (self.use_tolerance as u8).to_string(),
+            _ => String::new(),
+        }
+    }
+}
+
+/// `struct cdg_minmax`: a round's RTT extremes, or a gradient of them (µs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MinMax {
+    pub min: i32,
+    pub max: i32,
+}
+
+impl MinMax {
+    /// The kernel's `v64 != 0`.
+    fn is_set(self) -> bool {
+        self.min != 0 || self.max != 0
+    }
+}
+
+/// `struct cdg`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CdgState {
+    /// This round's and the previous round's RTT extremes.
+    pub rtt: MinMax,
+    pub rtt_prev: MinMax,
+    /// The last `window` gradients (empty when `window` is 1).
+    pub gradients: Vec<MinMax>,
+    /// Their sums.
+    pub gsum: MinMax,
+    /// Has the window been filled once?
+    pub gfilled: bool,
+    /// Next slot of `gradients`.
+    pub tail: u8,
+    pub state: u8,
+    /// Single-segment ACKs still to treat as delayed.
+    pub delack: u8,
+    /// The round ends when an ACK passes this.
+    pub rtt_seq: u32,
+    pub shadow_wnd: u32,
+    /// Backoffs since one last shrank the RTT.
+    pub backoff_cnt: u16,
+    /// HyStart's RTT samples this round.
+    pub sample_cnt: u16,
+    /// Smallest RTT seen in slow start (µs).
+    pub delay_min: i32,
+    /// HyStart's ACK train: last ACK and start of the train (µs, u32 clock).
+    pub last_ack: u32,
+    pub round_start: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cdg {
+    params: CdgParams,
+    st: CdgState,
+    rng: SplitMix64,
+    /// A replay's view of the next draw's outcome, from the trace.
+    expect_state: Option<u8>,
+    expect_backoff_cnt: Option<u16>,
+}
+
+impl Default for Cdg {
+    fn default() -> Self {
+        Cdg::new(CdgParams::default())
+    }
+}
+
+const CDG_READS: &[Field] = &[
+    Field::snd_cwnd,
+    Field::snd_ssthresh,
+    Field::snd_cwnd_cnt,
+    Field::snd_cwnd_clamp,
+    Field::prior_cwnd,
+    Field::is_cwnd_limited,
+    Field::max_packets_out,
+    Field::snd_nxt,
+    Field::sacked_out,
+    Field::tcp_mstamp,
+    Field::icsk_ca_state,
+    Field::ecn_flags,
+];
+
+/// `nexp_u32()`: e^(-ux / 10^6) scaled to `u32::MAX`, by a product of table
+/// entries for each set bit of `ux >> 8` and a linear step for the low
+/// eight bits.
+pub fn nexp_u32(ux: u32) -> u32 {
+    // exp(-x) * 65536 - 1 for x = 0, then 0.000256 * 2^k, k = 0..15.
+    const V: [u16; 17] = [
+        65535, 65518, 65501, 65468, 65401, 65267, 65001, 64470, 63422, 61378, 57484, 50423, 38795,
+        22965, 8047, 987, 14,
+    ];
+    let mut msb = ux >> 8;
+    // Cut off when ux >= 2^24 (the true value is at most 222 / u32::MAX).
+    if msb > u16::MAX as u32 {
+        return 0;
+    }
+    let mut res = u32::MAX - (ux & 0xff) * (u32::MAX / 1_000_000);
+    let mut i = 1usize;
+    while msb != 0 {
+        // Bit clear: V[0] + 1 = 65536, a multiplication by one.
+        let y = V[if msb & 1 != 0 { i } else { 0 }] as u64 + 1;
+        res = ((res as u64 * y) >> 16) as u32;
+        i += 1;
+        msb >>= 1;
+    }
+    res
+}
+
+/// The kernel's `min_not_zero()`.
+fn min_not_zero(a: i32, b: i32) -> i32 {
+    match (a, b) {
+        (0, b) => b,
+        (a, 0) => a,
+        (a, b) => a.min(b),
+    }
+}
+
+/// `DIV_ROUND_CLOSEST(x, 64)` for a signed `x`.
+fn div_round_closest_64(x: i32) -> i32 {
+    if x > 0 {
+        (x + 32) / 64
+    } else {
+        (x - 32) / 64
+    }
+}
+
+impl Cdg {
+    pub fn new(params: CdgParams) -> Cdg {
+        Cdg {
+            params,
+            st: CdgState::default(),
+            rng: SplitMix64::new(0),
+            expect_state: None,
+            expect_backoff_cnt: None,
+        }
+    }
+
+    pub fn params(&self) -> &CdgParams {
+        &self.params
+    }
+
+    pub fn state(&self) -> &CdgState {
+        &self.st
+    }
+
+    /// `tcp_cdg_hystart_update()`: CUBIC's HyStart with CDG's changes — the
+    /// µs clock for ACK trains, the train restarting when not cwnd-limited,
+    /// any cwnd (no low-window gate), and RTT minima that passed the
+    /// delayed-ACK filter.
+    fn hystart_update(&mut self, sk: &mut Sock) {
+        let st = &mut self.st;
+        st.delay_min = min_not_zero(st.delay_min, st.rtt.min);
+        if st.delay_min == 0 {
+            return;
+        }
+        if self.params.hystart_detect & HYSTART_ACK_TRAIN != 0 {
+            let now_us = sk.tcp_mstamp as u32;
+            if st.last_ack == 0 || !sk.is_cwnd_limited() {
+                st.last_ack = now_us;
+                st.round_start = now_us;
+            } else if before(now_us, st.last_ack.wrapping_add(ACK_TRAIN_GAP_US)) {
+                let base_owd = (st.delay_min as u32 / 2).max(HYSTART_MIN_US);
+                st.last_ack = now_us;
+                if after(now_us, st.round_start.wrapping_add(base_owd)) {
+                    sk.snd_ssthresh = sk.snd_cwnd;
+                    return;
+                }
+            }
+        }
+        if self.params.hystart_detect & HYSTART_DELAY != 0 {
+            if st.sample_cnt < HYSTART_SAMPLES {
+                st.sample_cnt += 1;
+            } else {
+                let d = st.delay_min as u32;
+                let thresh = d.wrapping_add(d / 8).max(HYSTART_MIN_US) as i32;
+                if st.rtt.min > thresh {
+                    sk.snd_ssthresh = sk.snd_cwnd;
+                }
+            }
+        }
+    }
+
+    /// `tcp_cdg_grad()`: this round's gradient, summed over the window
+    /// (the paper's average without its division by `window`), scaled up
+    /// while the window is still filling.
+    fn grad(&mut self) -> i32 {
+        let window = self.params.window as i32;
+        let st = &mut self.st;
+        let mut gmin = st.rtt.min.wrapping_sub(st.rtt_prev.min);
+        let mut gmax = st.rtt.max.wrapping_sub(st.rtt_prev.max);
+        if !st.gradients.is_empty() {
+            let old = st.gradients[st.tail as usize];
+            st.gsum.min = st.gsum.min.wrapping_add(gmin.wrapping_sub(old.min));
+            st.gsum.max = st.gsum.max.wrapping_add(gmax.wrapping_sub(old.max));
+            st.gradients[st.tail as usize] = MinMax {
+                min: gmin,
+                max: gmax,
+            };
+            st.tail = ((st.tail as u32 + 1) & (self.params.window - 1)) as u8;
+            gmin = st.gsum.min;
+            gmax = st.gsum.max;
+        }
+        let mut grad = if gmin > 0 { gmin } else { gmax };
+        if !st.gfilled {
+            if st.tail == 0 {
+                st.gfilled = true;
+            } else {
+                grad = grad.wrapping_mul(window) / st.tail as i32;
+            }
+        }
+        if gmin <= EFFECTUAL_GRADIENT_US || gmax <= EFFECTUAL_GRADIENT_US {
+            st.backoff_cnt = 0;
+        }
+        if self.params.use_tolerance {
+            // Small variations count as none.
+            let (gmin, gmax) = (div_round_closest_64(gmin), div_round_closest_64(gmax));
+            if gmin > 0 && gmax <= 0 {
+                st.state = CDG_FULL;
+            } else if (gmin > 0 && gmax > 0) || gmax < 0 {
+                st.state = CDG_NONFULL;
+            }
+        }
+        grad
+    }
+
+    /// Does the backoff draw fire? `prandom <= P(no backoff)` keeps going.
+    /// A replay has told us what the trace shows the draw did.
+    fn draw_backoff(&mut self, grad: u32) -> bool {
+        let cnt = self.expect_backoff_cnt.take();
+        let state = self.expect_state.take();
+        match (cnt, state) {
+            (Some(c), _) if self.params.use_ineff != 0 => c == self.st.backoff_cnt.wrapping_add(1),
+            (_, Some(s)) => s == CDG_BACKOFF,
+            _ => {
+                let r = (self.rng.next_u64() >> 32) as u32;
+                r > nexp_u32(grad.wrapping_mul(self.params.backoff_factor))
+            }
+        }
+    }
+
+    /// `tcp_cdg_backoff()`: maybe reduce to `backoff_beta` of cwnd.
+    fn backoff(&mut self, sk: &mut Sock, grad: u32) -> bool {
+        if !self.draw_backoff(grad) {
+            return false;
+        }
+        if self.params.use_ineff != 0 {
+            self.st.backoff_cnt = self.st.backoff_cnt.wrapping_add(1);
+            if self.st.backoff_cnt as u32 > self.params.use_ineff {
+                return false;
+            }
+        }
+        self.st.shadow_wnd = self.st.shadow_wnd.max(sk.snd_cwnd);
+        self.st.state = CDG_BACKOFF;
+        sk.enter_cwr(|sk| self.ssthresh(sk));
+        true
+    }
+
+    /// Ends the round: gradient, possibly a backoff. True if it backed off.
+    fn end_round(&mut self, sk: &mut Sock) -> bool {
+        let grad = if self.st.rtt_prev.is_set() {
+            self.grad()
+        } else {
+            0
+        };
+        self.st.rtt_seq = sk.snd_nxt;
+        self.st.rtt_prev = self.st.rtt;
+        self.st.rtt = MinMax::default();
+        self.st.last_ack = 0;
+        self.st.sample_cnt = 0;
+        grad > 0 && self.backoff(sk, grad as u32)
+    }
+}
+
+impl CongestionControl for Cdg {
+    fn name(&self) -> &'static str {
+        "cdg"
+    }
+
+    fn init(&mut self, sk: &mut Sock) {
+        let w = self.params.window as usize;
+        self.st.gradients = if w > 1 {
+            vec![MinMax::default(); w]
+        } else {
+            Vec::new()
+        };
+        self.st.rtt_seq = sk.snd_nxt;
+        self.st.shadow_wnd = sk.snd_cwnd;
+    }
+
+    fn release(&mut self, _sk: &mut Sock) {
+        self.st.gradients = Vec::new();
+    }
+
+    fn ssthresh(&mut self, sk: &mut Sock) -> u32 {
+        let cwnd = sk.snd_cwnd;
+        let st = &mut self.st;
+        if st.state == CDG_BACKOFF {
+            return (cwnd.wrapping_mul(self.params.backoff_beta.min(1024)) >> 10).max(2);
+        }
+        if st.state == CDG_NONFULL && self.params.use_tolerance {
+            return cwnd;
+        }
+        st.shadow_wnd = (st.shadow_wnd >> 1).min(cwnd);
+        if self.params.use_shadow {
+            return st.shadow_wnd.max(cwnd >> 1).max(2);
+        }
+        (cwnd >> 1).max(2)
+    }
+
+    fn cong_avoid(&mut self, sk: &mut Sock, ack: u32, acked: u32) {
+        if sk.in_slow_start() && self.params.hystart_detect != 0 {
+            self.hystart_update(sk);
+        }
+        let backed_off = after(ack, self.st.rtt_seq) && self.st.rtt.is_set() && self.end_round(sk);
+        self.expect_state = None;
+        self.expect_backoff_cnt = None;
+        if backed_off {
+            return;
+        }
+        if !sk.is_cwnd_limited() {
+            self.st.shadow_wnd = self.st.shadow_wnd.min(sk.snd_cwnd);
+            return;
+        }
+        let prior = sk.snd_cwnd;
+        tcp_reno_cong_avoid(sk, ack, acked);
+        let incr = sk.snd_cwnd.wrapping_sub(prior);
+        self.st.shadow_wnd = self
+            .st
+            .shadow_wnd
+            .max(self.st.shadow_wnd.wrapping_add(incr));
+    }
+
+    fn pkts_acked(&mut self, sk: &mut Sock, sample: &AckSample) {
+        let rtt = sample.rtt_us;
+        if rtt <= 0 {
+            return;
+        }
+        let st = &mut self.st;
+        // Hayes' delayed-ACK filter (CAIA TR 100219A): after a stretch ACK,
+        // single-segment ACKs are probably delayed ones, which may only
+        // lower an existing minimum.
+        if sk.sacked_out == 0 {
+            if sample.pkts_acked == 1 && st.delack != 0 {
+                st.rtt.min = st.rtt.min.min(rtt);
+                st.delack -= 1;
+                return;
+            } else if sample.pkts_acked > 1 && st.delack < DELACK_MAX {
+                st.delack += 1;
+            }
+        }
+        st.rtt.min = min_not_zero(st.rtt.min, rtt);
+        st.rtt.max = st.rtt.max.max(rtt);
+    }
+
+    fn cwnd_event(&mut self, sk: &mut Sock, ev: CaEvent) {
+        match ev {
+            CaEvent::CwndRestart => {
+                let mut gradients = core::mem::take(&mut self.st.gradients);
+                gradients.fill(MinMax::default());
+                self.st = CdgState {
+                    gradients,
+                    rtt_seq: sk.snd_nxt,
+                    shadow_wnd: sk.snd_cwnd,
+                    ..CdgState::default()
+                };
+            }
+            CaEvent::CompleteCwr => {
+                self.st.state = CDG_UNKNOWN;
+                self.st.rtt_seq = sk.snd_nxt;
+                self.st.rtt_prev = self.st.rtt;
+                self.st.rtt = MinMax::default();
+            }
+            _ => {}
+        }
+    }
+
+    fn undo_cwnd(&mut self, sk: &mut Sock) -> u32 {
+        tcp_reno_undo_cwnd(sk)
+    }
+
+    fn set_random_seed(&mut self, seed: u64) {
+        self.rng = SplitMix64::new(seed);
+    }
+
+    fn drawn_at_random(&self) -> &'static [&'static str] {
+        &["state", "backoff_cnt"]
+    }
+
+    fn expect_random(&mut self, name: &str, value: i64) {
+        match name {
+            "state" => self.expect_state = Some(value as u8),
+            "backoff_cnt" => self.expect_backoff_cnt = Some(value as u16),
+            _ => {}
+        }
+    }
+
+    fn visit_ca(&self, visit: CaVisitor<'_>) {
+        let s = &self.st;
+        for (name, v) in [
+            ("rtt_min", s.rtt.min as i64),
+            ("rtt_max", s.rtt.max as i64),
+            ("rtt_prev_min", s.rtt_prev.min as i64),
+            ("rtt_prev_max", s.rtt_prev.max as i64),
+            ("gsum_min", s.gsum.min as i64),
+            ("gsum_max", s.gsum.max as i64),
+            ("gfilled", s.gfilled as i64),
+            ("tail", s.tail as i64),
+            ("state", s.state as i64),
+            ("delack", s.delack as i64),
+            ("rtt_seq", s.rtt_seq as i64),
+            ("shadow_wnd", s.shadow_wnd as i64),
+            ("backoff_cnt", s.backoff_cnt as i64),
+            ("sample_cnt", s.sample_cnt as i64),
+            ("delay_min", s.delay_min as i64),
+            ("last_ack", s.last_ack as i64),
+            ("round_start", s.round_start as i64),
+        ] {
+            visit(name, v);
+        }
+    }
+
+    fn set_ca(&mut self, name: &str, v: i64) -> bool {
+        let s = &mut self.st;
+        match name {
+            "rtt_min" => s.rtt.min = v as i32,
+            "rtt_max" => s.rtt.max = v as i32,
+            "rtt_prev_min" => s.rtt_prev.min = v as i32,
+            "rtt_prev_max" => s.rtt_prev.max = v as i32,
+            "gsum_min" => s.gsum.min = v as i32,
+            "gsum_max" => s.gsum.max = v as i32,
+            "gfilled" => s.gfilled = v != 0,
+            "tail" => s.tail = v as u8,
+            "state" => s.state = v as u8,
+            "delack" => s.delack = v as u8,
+            "rtt_seq" => s.rtt_seq = v as u32,
+            "shadow_wnd" => s.shadow_wnd = v as u32,
+            "backoff_cnt" => s.backoff_cnt = v as u16,
+            "sample_cnt" => s.sample_cnt = v as u16,
+            "delay_min" => s.delay_min = v as i32,
+            "last_ack" => s.last_ack = v as u32,
+            "round_start" => s.round_start = v as u32,
+            _ => return false,
+        }
+        true
+    }
+
+    fn reads(&self) -> &'static [Field] {
+        CDG_READS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sock::CaState;
+
+    #[test]
+    fn nexp_is_the_kernels_table_product() {
+        // Values of the kernel's arithmetic, worked with its table.
+        for (ux, want) in [
+            (0, 4_294_967_295),
+            (1, 4_294_963_001),
+            (255, 4_293_872_325),
+            (256, 4_293_853_183),
+            (1000, 4_290_630_103),
+            (42_000, 4_118_341_248),
+            (125_000, 3_790_335_816),
+            (1_000_000, 1_580_047_138),
+            ((1 << 24) - 1, 223),
+            (1 << 24, 0),
+            (u32::MAX, 0),
+        ] {
+            assert_eq!(nexp_u32(ux), want, "nexp_u32({ux})");
+        }
+    }
+
+    #[test]
+    fn backoff_probability_follows_one_minus_exp_of_g_over_big_g() {
+        // P(backoff) = 1 - exp(-grad * backoff_factor / 1e6), with
+        // backoff_factor = 1000 / (G * window): for window 8 and a gradient
+        // sum of 8 ms (1 ms per round) P = 1 - exp(-1/G).
+        for (g, factor) in [(1, 125), (2, 63), (3, 42)] {
+            let p = 1.0 - nexp_u32(8_000 * factor) as f64 / u32::MAX as f64;
+            let want = 1.0 - (-(8.0 * factor as f64 / 1000.0)).exp();
+            assert!((p - want).abs() < 1e-4, "G={g}: {p} vs {want}");
+        }
+        let p3 = 1.0 - nexp_u32(8_000 * 42) as f64 / u32::MAX as f64;
+        assert!((p3 - 0.2854).abs() < 1e-3, "{p3}");
+    }
+
+    fn cdg(params: CdgParams) -> (Cdg, Sock) {
+        let mut c = Cdg::new(params);
+        let mut sk = Sock::new(1000);
+        sk.snd_cwnd = 100;
+        sk.snd_ssthresh = 50;
+        sk.is_cwnd_limited = true;
+        c.init(&mut sk);
+        (c, sk)
+    }
+
+    fn set_round(c: &mut Cdg, prev: (i32, i32), cur: (i32, i32)) {
+        c.st.rtt_prev = MinMax {
+            min: prev.0,
+            max: prev.1,
+        };
+        c.st.rtt = MinMax {
+            min: cur.0,
+            max: cur.1,
+        };
+    }
+
+    #[test]
+    fn gradients_sum_over_the_window_and_extrapolate_until_it_fills() {
+        let (mut c, _) = cdg(CdgParams {
+            window: 4,
+            ..CdgParams::default()
+        });
+        // Round 1: min +1000, max +2000: grad = gmin, scaled by 4/1.
+        set_round(&mut c, (10_000, 12_000), (11_000, 14_000));
+        assert_eq!(c.grad(), 4_000);
+        assert_eq!(
+            (c.st.gsum, c.st.tail),
+            (
+                MinMax {
+                    min: 1000,
+                    max: 2000
+                },
+                1
+            )
+        );
+        // Round 2: min falls 1500, max +500: sums (-500, 2500); gmin <= 0 so
+        // grad is gmax, scaled by 4/2.
+        set_round(&mut c, (11_000, 14_000), (9_500, 14_500));
+        assert_eq!(c.grad(), 5_000);
+        // Rounds 3 and 4 fill the window: no more scaling.
+        set_round(&mut c, (9_500, 14_500), (9_500, 14_500));
+        assert_eq!(c.grad(), 2500 * 4 / 3);
+        assert!(!c.st.gfilled);
+        set_round(&mut c, (9_500, 14_500), (9_600, 14_500));
+        assert_eq!(c.grad(), 2_500);
+        assert!(c.st.gfilled);
+        assert_eq!(c.st.tail, 0);
+        // Round 5 replaces round 1's (1000, 2000) with (0, 0): sums (-1400, 500).
+        set_round(&mut c, (9_600, 14_500), (9_600, 14_500));
+        c.st.backoff_cnt = 3;
+        assert_eq!(c.grad(), 500);
+        assert_eq!(
+            c.st.gsum,
+            MinMax {
+                min: -1400,
+                max: 500
+            }
+        );
+        // A sum at or below -32 us: the last backoff worked.
+        assert_eq!(c.st.backoff_cnt, 0);
+    }
+
+    #[test]
+    fn tolerance_classifies_the_queue_from_rounded_gradients() {
+        let (mut c, _) = cdg(CdgParams {
+            window: 1,
+            use_tolerance: true,
+            ..CdgParams::default()
+        });
+        // Window 1: no sums, filled at once.
+        set_round(&mut c, (10_000, 20_000), (10_100, 20_000));
+        assert_eq!(c.grad(), 100);
+        assert!(c.st.gfilled);
+        // gmin rounds to 2 > 0, gmax to 0: the queue is full.
+        assert_eq!(c.st.state, CDG_FULL);
+        set_round(&mut c, (10_000, 20_000), (10_100, 20_100));
+        c.grad();
+        assert_eq!(c.st.state, CDG_NONFULL);
+        // +31 us rounds to zero: no change of mind.
+        set_round(&mut c, (10_000, 20_000), (10_031, 20_000));
+        c.grad();
+        assert_eq!(c.st.state, CDG_NONFULL);
+        set_round(&mut c, (10_000, 20_000), (10_000, 19_900));
+        c.grad();
+        assert_eq!(c.st.state, CDG_NONFULL, "a shrinking max: not full");
+    }
+
+    fn ack(c: &mut Cdg, sk: &mut Sock, rtt: i32, pkts: u32) {
+        c.pkts_acked(
+            sk,
+            &AckSample {
+                pkts_acked: pkts,
+                rtt_us: rtt,
+                in_flight: 0,
+            },
+        );
+    }
+
+    /// One round at RTT `rtt`, ended by an ACK past `rtt_seq`.
+    fn round(c: &mut Cdg, sk: &mut Sock, rtt: i32) {
+        ack(c, sk, rtt, 2);
+        let end = c.st.rtt_seq.wrapping_add(1);
+        sk.snd_nxt = end.wrapping_add(100 * 1448);
+        c.cong_avoid(sk, end, 1);
+    }
+
+    #[test]
+    fn a_backoff_enters_cwr_at_beta_and_keeps_a_shadow() {
+        let (mut c, mut sk) = cdg(CdgParams::default());
+        c.set_random_seed(1);
+        round(&mut c, &mut sk, 10_000);
+        // The draw is forced as a replay would force it.
+        c.expect_random("backoff_cnt", 1);
+        round(&mut c, &mut sk, 12_000);
+        assert_eq!(sk.icsk_ca_state, CaState::Cwr);
+        assert_eq!(c.st.state, CDG_BACKOFF);
+        assert_eq!(sk.snd_ssthresh, 70, "100 * 724 >> 10");
+        assert_eq!(
+            (sk.prior_cwnd, sk.snd_cwnd),
+            (100, 100),
+            "no growth on a backoff"
+        );
+        assert_eq!(c.st.shadow_wnd, 100);
+        assert_eq!(c.st.backoff_cnt, 1);
+        // CWR completes: the shadow survives, the round restarts.
+        sk.icsk_ca_state = CaState::Open;
+        sk.snd_cwnd = 70;
+        c.cwnd_event(&mut sk, CaEvent::CompleteCwr);
+        assert_eq!(c.st.state, CDG_UNKNOWN);
+        // A loss now halves the shadow, not the reduced window: 50 > 35.
+        assert_eq!(c.ssthresh(&mut sk), 50);
+        let mut no_shadow = c.clone();
+        no_shadow.params.use_shadow = false;
+        no_shadow.st.shadow_wnd = 100;
+        assert_eq!(no_shadow.ssthresh(&mut sk), 35);
+    }
+
+    #[test]
+    fn ineffectual_backoffs_stop_after_use_ineff() {
+        let (mut c, mut sk) = cdg(CdgParams {
+            use_ineff: 2,
+            ..CdgParams::default()
+        });
+        round(&mut c, &mut sk, 10_000);
+        let mut rtt = 10_000;
+        for n in 1..=3u16 {
+            rtt += 1000;
+            sk.icsk_ca_state = CaState::Open;
+            c.st.state = CDG_UNKNOWN;
+            c.expect_random("backoff_cnt", n as i64);
+            round(&mut c, &mut sk, rtt);
+            assert_eq!(c.st.backoff_cnt, n);
+            let backed_off = sk.icsk_ca_state == CaState::Cwr;
+            assert_eq!(backed_off, n <= 2, "draw {n}");
+        }
+    }
+
+    #[test]
+    fn seeded_draws_back_off_at_about_the_published_probability() {
+        // grad 8000 with G = 3: P = 28.5%. Count fired draws over many
+        // rounds with a steady gradient.
+        let (mut c, mut sk) = cdg(CdgParams {
+            window: 1,
+            use_ineff: 0,
+            ..CdgParams::default()
+        });
+        c.set_random_seed(7);
+        let mut fired = 0;
+        for _ in 0..4000 {
+            c.st.state = CDG_UNKNOWN;
+            sk.icsk_ca_state = CaState::Open;
+            if c.backoff(&mut sk, 8_000) {
+                fired += 1;
+            }
+        }
+        assert!((1050..1230).contains(&fired), "{fired} of 4000");
+    }
+
+    #[test]
+    fn the_delayed_ack_filter_keeps_delayed_samples_out_of_the_max() {
+        let (mut c, mut sk) = cdg(CdgParams::default());
+        ack(&mut c, &mut sk, 10_000, 2);
+        assert_eq!(c.st.delack, 1);
+        ack(&mut c, &mut sk, 30_000, 1);
+        assert_eq!(
+            c.st.rtt,
+            MinMax {
+                min: 10_000,
+                max: 10_000
+            }
+        );
+        assert_eq!(c.st.delack, 0);
+        ack(&mut c, &mut sk, 30_000, 1);
+        assert_eq!(
+            c.st.rtt,
+            MinMax {
+                min: 10_000,
+                max: 30_000
+            }
+        );
+        // With SACKed data outstanding the filter is off.
+        ack(&mut c, &mut sk, 9_000, 2);
+        sk.sacked_out = 1;
+        ack(&mut c, &mut sk, 40_000, 1);
+        assert_eq!(
+            c.st.rtt,
+            MinMax {
+                min: 9_000,
+                max: 40_000
+            }
+        );
+        // No sample: nothing.
+        ack(&mut c, &mut sk, -1, 1);
+        assert_eq!(c.st.rtt.max, 40_000);
+    }
+
+    #[test]
+    fn hystart_ack_train_ends_slow_start_after_half_the_min_rtt() {
+        let (mut c, mut sk) = cdg(CdgParams {
+            hystart_detect: HYSTART_ACK_TRAIN,
+            ..CdgParams::default()
+        });
+        sk.snd_ssthresh = u32::MAX >> 1;
+        sk.snd_cwnd = 20;
+        sk.snd_nxt = 1_000_000;
+        c.init(&mut sk);
+        ack(&mut c, &mut sk, 10_000, 2);
+        // ACKs 1 ms apart from t = 1 s: the train passes 5 ms at t + 6 ms.
+        for k in 0..=6u64 {
+            sk.set_clock(1_000_000 + k * 1000);
+            let before = sk.snd_cwnd;
+            c.cong_avoid(&mut sk, 1, 1);
+            if k < 6 {
+                assert!(sk.in_slow_start(), "exited at {k} ms");
+            } else {
+                assert_eq!(sk.snd_ssthresh, before);
+            }
+        }
+        // A gap of 3 ms or more breaks the train (no exit, no restart).
+        let (mut c, mut sk) = cdg(CdgParams {
+            hystart_detect: HYSTART_ACK_TRAIN,
+            ..CdgParams::default()
+        });
+        sk.snd_ssthresh = u32::MAX >> 1;
+        sk.snd_cwnd = 20;
+        ack(&mut c, &mut sk, 10_000, 2);
+        for k in 0..=6u64 {
+            sk.set_clock(1_000_000 + k * 3000);
+            c.cong_avoid(&mut sk, 0, 1);
+        }
+        assert!(sk.in_slow_start());
+    }
+
+    #[test]
+    fn hystart_delay_ends_slow_start_when_the_round_min_rises_an_eighth() {
+        let (mut c, mut sk) = cdg(CdgParams {
+            hystart_detect: HYSTART_DELAY,
+            ..CdgParams::default()
+        });
+        sk.snd_ssthresh = u32::MAX >> 1;
+        sk.snd_cwnd = 10;
+        round(&mut c, &mut sk, 10_000);
+        assert_eq!(c.st.delay_min, 10_000);
+        // Next round at 11,300 us > 10,000 + 1,250: the ninth call exits.
+        ack(&mut c, &mut sk, 11_300, 2);
+        for k in 0..9 {
+            assert!(sk.in_slow_start(), "exited after {k} calls");
+            c.cong_avoid(&mut sk, 0, 0);
+        }
+        assert!(!sk.in_slow_start());
+        // 11,200 us would not have.
+        let (mut c, mut sk) = cdg(CdgParams {
+            hystart_detect: HYSTART_DELAY,
+            ..CdgParams::default()
+        });
+        sk.snd_ssthresh = u32::MAX >> 1;
+        round(&mut c, &mut sk, 10_000);
+        ack(&mut c, &mut sk, 11_200, 2);
+        for _ in 0..20 {
+            c.cong_avoid(&mut sk, 0, 0);
+        }
+        assert!(sk.in_slow_start());
+    }
+
+    #[test]
+    fn restart_after_idle_forgets_everything_but_the_window_buffer() {
+        let (mut c, mut sk) = cdg(CdgParams::default());
+        round(&mut c, &mut sk, 10_000);
+        round(&mut c, &mut sk, 10_000);
+        c.st.gradients[0] = MinMax { min: 5, max: 6 };
+        sk.snd_nxt = 777;
+        sk.snd_cwnd = 33;
+        c.cwnd_event(&mut sk, CaEvent::CwndRestart);
+        assert_eq!(c.st.gradients, vec![MinMax::default(); 8]);
+        assert_eq!((c.st.rtt_seq, c.st.shadow_wnd), (777, 33));
+        assert_eq!(c.st.rtt_prev, MinMax::default());
+    }
+}
