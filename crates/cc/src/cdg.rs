@@ -283,9 +283,9 @@ fn min_not_zero(a: i32, b: i32) -> i32 {
 /// `DIV_ROUND_CLOSEST(x, 64)` for a signed `x`.
 fn div_round_closest_64(x: i32) -> i32 {
     if x > 0 {
-        (x + 32) / 64
+        x.wrapping_add(32) / 64
     } else {
-        (x - 32) / 64
+        x.wrapping_sub(32) / 64
     }
 }
 

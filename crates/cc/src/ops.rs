@@ -52,11 +52,15 @@ pub const CA_ACK_ECE: u32 = 1 << 2;
 /// `struct ack_sample`, the argument of `pkts_acked`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AckSample {
-    /// Segments newly ACKed (cumulatively or by SACK).
+    /// Segments this ACK cumulatively acknowledged, including any SACKed
+    /// earlier (0 for an ACK that only SACKs).
     pub pkts_acked: u32,
-    /// RTT of this ACK in microseconds, or -1 when it gave no sample.
+    /// RTT of this ACK in microseconds (from the newest segment it SACKed,
+    /// else the newest it cumulatively ACKed that was never retransmitted
+    /// or SACKed), or -1 when it gave no sample.
     pub rtt_us: i32,
-    /// Segments in flight before this ACK.
+    /// As Linux 6.18 fills it: `mss_cache` times the segments delivered
+    /// since the rate sample's `prior_delivered` (bytes, u32 arithmetic).
     pub in_flight: u32,
 }
 
@@ -131,7 +135,8 @@ pub trait CongestionControl {
     /// Called on every ACK with `CA_ACK_*` flags, before cwnd is touched.
     fn in_ack_event(&mut self, _sk: &mut Sock, _flags: u32) {}
 
-    /// Called for every ACK that (S)ACKs data, with its RTT sample.
+    /// Called for every ACK that arrives with data outstanding, with its
+    /// RTT sample (`tcp_clean_rtx_queue()`).
     fn pkts_acked(&mut self, _sk: &mut Sock, _sample: &AckSample) {}
 
     /// Returns the cwnd to restore when a reduction proves spurious.

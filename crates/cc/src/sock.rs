@@ -408,6 +408,17 @@ impl Sock {
         false
     }
 
+    /// `tcp_current_ssthresh()`: during a reduction, ssthresh; otherwise
+    /// at least three quarters of cwnd.
+    pub fn current_ssthresh(&self) -> u32 {
+        if matches!(self.icsk_ca_state, CaState::Cwr | CaState::Recovery) {
+            self.snd_ssthresh
+        } else {
+            self.snd_ssthresh
+                .max((self.snd_cwnd >> 1) + (self.snd_cwnd >> 2))
+        }
+    }
+
     /// `tcp_enter_cwr()`, as far as it touches the fields an algorithm
     /// sees: an algorithm that reduces on a signal of its own (CDG's
     /// backoff) calls it from a hook, passing its `ssthresh`. Once per

@@ -109,16 +109,6 @@ pub struct Vegas {
     st: VegasState,
 }
 
-/// `tcp_current_ssthresh()`: during a reduction ssthresh; else at least 3/4
-/// of cwnd.
-fn current_ssthresh(sk: &Sock) -> u32 {
-    if matches!(sk.icsk_ca_state, CaState::Cwr | CaState::Recovery) {
-        sk.snd_ssthresh
-    } else {
-        sk.snd_ssthresh.max((sk.snd_cwnd >> 1) + (sk.snd_cwnd >> 2))
-    }
-}
-
 impl Vegas {
     pub fn new(params: VegasParams) -> Vegas {
         Vegas {
@@ -173,7 +163,7 @@ impl Vegas {
         } else if sk.snd_cwnd > sk.snd_cwnd_clamp {
             sk.snd_cwnd = sk.snd_cwnd_clamp;
         }
-        sk.snd_ssthresh = current_ssthresh(sk);
+        sk.snd_ssthresh = sk.current_ssthresh();
     }
 }
 

@@ -110,6 +110,41 @@ fn a_single_drop_is_repaired_by_rack_fast_retransmit_and_prr() {
 }
 
 #[test]
+fn pkts_acked_counts_cumulative_acks_as_the_kernel_does() {
+    // tcp_clean_rtx_queue(): `pkts_acked` is what the cumulative ACK
+    // covered, segments SACKed earlier included; an ACK that only SACKs
+    // reports 0 (and is still reported, for its RTT sample).
+    let path = std::env::temp_dir().join(format!("kleinrock-acked-{}.csv", std::process::id()));
+    let mut f = flow("reno", 40);
+    f.trace = Some(path.clone());
+    run(with_loss(
+        dumbbell(10_000_000, 1000, 0, 2, vec![f]),
+        vec![200],
+    ));
+    let mut r = kleinrock_trace::read::TraceReader::open(&path).unwrap();
+    let (hook, acked) = (
+        r.column("hook").unwrap(),
+        r.column("as_pkts_acked").unwrap(),
+    );
+    let mut counts = Vec::new();
+    while r.next_row().unwrap().is_some() {
+        if r.text(hook) == "pkts_acked" {
+            counts.push(r.cells()[acked].unwrap());
+        }
+    }
+    std::fs::remove_file(&path).ok();
+    assert!(
+        counts.iter().filter(|&&n| n == 0).count() > 10,
+        "SACK-only ACKs"
+    );
+    let most = *counts.iter().max().unwrap();
+    assert!(
+        most > 20,
+        "the ACK that fills the hole covers the SACKed segments: {most}"
+    );
+}
+
+#[test]
 fn a_tail_drop_is_repaired_by_the_loss_probe() {
     let mut f = flow("reno", 40);
     f.size_segments = Some(50);

@@ -7,7 +7,7 @@
 //! has been seen, except in recovery or once three segments are SACKed
 //! (the DUPACK threshold), when it is zero.
 
-use super::scoreboard::{Scoreboard, LOST, RETRANS, SACKED};
+use super::scoreboard::{Scoreboard, LOST, RETRANS};
 use kleinrock_cc::sock::after;
 
 /// `tp->rack`.
@@ -67,32 +67,26 @@ impl Rack {
     /// until the next one could be (0: none pending), and how many it marked.
     pub fn detect_loss(&self, sb: &mut Scoreboard, now_us: u64, reo_wnd: u32) -> (u32, u32) {
         let mut timeout = 0u32;
-        let mut marked = 0;
-        let (una, nxt) = (sb.una, sb.nxt());
-        for seq in una..nxt {
-            let s = *sb.get(seq);
-            if s.has(SACKED) || (s.has(LOST) && !s.has(RETRANS)) {
+        let mut lost = Vec::new();
+        // In transmission order, as Linux walks `tsorted_sent_queue`: the
+        // first segment not sent before the newest delivered one ends it.
+        for (seq, tx_us) in sb.tsorted() {
+            let s = sb.get(seq);
+            if s.has(LOST) && !s.has(RETRANS) {
                 continue;
             }
-            if !sent_after(self.mstamp, s.tx_us, self.end_seq, seq + 1) {
-                // Originals go out in sequence order, so nothing later that
-                // was never retransmitted can qualify; retransmissions
-                // (sent later still) cannot either.
-                if !s.has(super::scoreboard::EVER_RETRANS) {
-                    break;
-                }
-                continue;
+            if !sent_after(self.mstamp, tx_us, self.end_seq, seq + 1) {
+                break;
             }
-            let elapsed = now_us.saturating_sub(s.tx_us) as i64;
+            let elapsed = now_us.saturating_sub(tx_us) as i64;
             let remaining = self.rtt_us as i64 + reo_wnd as i64 - elapsed;
             if remaining <= 0 {
-                if sb.mark_lost(seq) {
-                    marked += 1;
-                }
+                lost.push(seq);
             } else {
                 timeout = timeout.max(remaining as u32);
             }
         }
+        let marked = lost.into_iter().filter(|&seq| sb.mark_lost(seq)).count() as u32;
         (timeout, marked)
     }
 }

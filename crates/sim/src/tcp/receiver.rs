@@ -154,6 +154,7 @@ impl Receiver {
                     if cum == self.rcv_nxt {
                         self.unacked = 0;
                         self.delack_at = None;
+                        self.quick = self.quick.saturating_sub(1);
                     }
                 }
                 self.ece = r.ece;

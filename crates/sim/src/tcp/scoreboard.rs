@@ -40,6 +40,12 @@ pub struct Scoreboard {
     /// No segment below this needs retransmitting (Linux's
     /// `retransmit_skb_hint`): keeps the search amortised O(1).
     rtx_hint: u32,
+    /// (segment, transmit time) in the order of transmission, Linux's
+    /// `tsorted_sent_queue`, which RACK walks. An entry goes stale when its
+    /// segment is SACKed, cumulatively ACKed, or sent again (a new entry at
+    /// the tail); stale entries are skipped, popped at the head, and
+    /// compacted away once they outnumber the live ones.
+    tsorted: VecDeque<(u32, u64)>,
 }
 
 impl Scoreboard {
@@ -71,13 +77,51 @@ impl Scoreboard {
 
     /// Appends a new segment (the next `snd_nxt`).
     pub fn push(&mut self, seg: Seg) {
+        self.tsorted.push_back((self.nxt(), seg.tx_us));
         self.segs.push_back(seg);
+        self.compact_tsorted();
+    }
+
+    /// Is this `tsorted` entry its segment's latest transmission, still
+    /// neither ACKed nor SACKed?
+    fn is_live(&self, seq: u32, tx_us: u64) -> bool {
+        self.contains(seq) && {
+            let s = self.get(seq);
+            !s.has(SACKED) && s.tx_us == tx_us
+        }
+    }
+
+    fn compact_tsorted(&mut self) {
+        while let Some(&(seq, tx)) = self.tsorted.front() {
+            if self.is_live(seq, tx) {
+                break;
+            }
+            self.tsorted.pop_front();
+        }
+        let live = (self.packets_out() - self.sacked_out) as usize;
+        if self.tsorted.len() > 2 * live + 64 {
+            let mut t = std::mem::take(&mut self.tsorted);
+            t.retain(|&(seq, tx)| self.is_live(seq, tx));
+            self.tsorted = t;
+        }
+    }
+
+    /// Segments neither ACKed nor SACKed, with their latest transmit time,
+    /// in the order they were (re)transmitted: RACK's walk.
+    pub fn tsorted(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.tsorted
+            .iter()
+            .copied()
+            .filter(|&(seq, tx)| self.is_live(seq, tx))
     }
 
     /// Removes the head segment (cumulatively ACKed), fixing the counts.
     pub fn pop(&mut self) -> Seg {
         let s = self.segs.pop_front().expect("pop below snd_nxt");
         self.una += 1;
+        while self.tsorted.front().is_some_and(|&(seq, _)| seq < self.una) {
+            self.tsorted.pop_front();
+        }
         self.rtx_hint = self.rtx_hint.max(self.una);
         if s.has(SACKED) {
             self.sacked_out -= 1;
@@ -136,6 +180,8 @@ impl Scoreboard {
         s.tx_us = tx_us;
         s.stamp = stamp;
         self.retrans_out += 1;
+        self.tsorted.push_back((seq, tx_us));
+        self.compact_tsorted();
     }
 
     /// The first segment marked lost and not being retransmitted.
@@ -195,5 +241,31 @@ mod tests {
         sb.pop();
         sb.pop();
         assert_eq!((sb.una, sb.lost_out, sb.sacked_out), (2, 0, 1));
+    }
+
+    #[test]
+    fn tsorted_is_transmission_order_without_acked_or_sacked() {
+        let mut sb = Scoreboard::default();
+        for i in 0..6 {
+            sb.push(Seg {
+                tx_us: 10 * i,
+                ..Default::default()
+            });
+        }
+        sb.mark_sacked(2);
+        sb.mark_lost(1);
+        sb.mark_retransmitted(1, 100, TxStamp::default());
+        sb.pop();
+        let order: Vec<(u32, u64)> = sb.tsorted().collect();
+        assert_eq!(order, [(3, 30), (4, 40), (5, 50), (1, 100)]);
+        // Stale entries never pile up: a long run of SACKs and resends.
+        for i in 6..10_000u64 {
+            sb.push(Seg {
+                tx_us: 10 * i,
+                ..Default::default()
+            });
+            sb.mark_sacked(i as u32);
+        }
+        assert!(sb.tsorted.len() < 2 * 4 + 64 + 1, "{}", sb.tsorted.len());
     }
 }

@@ -407,6 +407,7 @@ impl Sender {
             && idle_j > rto_j
         {
             self.call(Hook::CwndEvent(CaEvent::CwndRestart));
+            self.sk.snd_ssthresh = self.sk.current_ssthresh();
             let restart = self.cfg.init_cwnd.min(self.sk.snd_cwnd);
             let mut delta = idle_j;
             let mut cwnd = self.sk.snd_cwnd;
@@ -718,14 +719,27 @@ impl Sender {
         };
         let mut flag = 0u32;
         let ece = ack.ece && self.cfg.ecn;
-        let mut ack_rtt: Option<u32> = None;
-        let mut sack_rtt: Option<u32> = None;
+        let prior_packets = self.sb.packets_out();
+        // Transmit times of the first and last segments newly SACKed and
+        // never retransmitted, and of the first and last cumulatively
+        // ACKed ones never retransmitted nor SACKed before
+        // (`first_sackt`, `last_sackt`, `first_ackt`, `last_ackt`).
+        let mut sackt: Option<(u64, u64)> = None;
+        let mut ackt: Option<(u64, u64)> = None;
 
-        // SACK tagging.
-        for &(start, end) in ack.sack_blocks() {
-            if ack.dsack {
-                continue;
+        // SACK tagging, blocks in sequence order as tcp_sacktag_write_queue()
+        // sorts them; a D-SACK is the first block only.
+        let mut blocks = [(0u32, 0u32); crate::packet::MAX_SACK_BLOCKS];
+        let mut nblocks = 0;
+        for (i, &b) in ack.sack_blocks().iter().enumerate() {
+            if !(ack.dsack && i == 0) {
+                blocks[nblocks] = b;
+                nblocks += 1;
             }
+        }
+        let blocks = &mut blocks[..nblocks];
+        blocks.sort_unstable();
+        for &(start, end) in blocks.iter() {
             for seq in start.max(self.sb.una)..end.min(self.sb.nxt()) {
                 if self.sb.get(seq).has(SACKED) {
                     continue;
@@ -745,7 +759,8 @@ impl Sender {
                     self.min_rtt_us,
                 );
                 if !retrans {
-                    sack_rtt = Some(now_us.saturating_sub(s.tx_us) as u32);
+                    let first = sackt.map_or(s.tx_us, |(f, _)| f);
+                    sackt = Some((first, s.tx_us));
                 }
                 flag |= FLAG_DATA_SACKED;
             }
@@ -758,16 +773,15 @@ impl Sender {
         // Cumulative ACK: tcp_clean_rtx_queue().
         let mut acked_pkts = 0u32;
         let mut any_retrans_acked = false;
-        let mut first_ackt = None;
         while self.sb.una < cum {
             let seq = self.sb.una;
             let mut s = self.sb.pop();
             acked_pkts += 1;
             if s.has(EVER_RETRANS) {
                 any_retrans_acked = true;
-            } else {
-                first_ackt.get_or_insert(s.tx_us);
-                ack_rtt = Some(now_us.saturating_sub(s.tx_us) as u32);
+            } else if !s.has(SACKED) {
+                let first = ackt.map_or(s.tx_us, |(f, _)| f);
+                ackt = Some((first, s.tx_us));
             }
             if !s.has(SACKED) {
                 let ever = s.has(EVER_RETRANS);
@@ -783,37 +797,40 @@ impl Sender {
             flag |= FLAG_SND_UNA_ADVANCED | FLAG_DATA_ACKED;
             self.retransmits_in_row = 0;
         }
-        // RTT: the oldest newly ACKed never-retransmitted segment (Karn),
-        // else a SACKed one.
-        let seq_rtt = if any_retrans_acked {
-            None
-        } else {
-            first_ackt.map(|t| now_us.saturating_sub(t) as u32)
+        // tcp_ack_update_rtt(): the RTO's sample from the oldest segment
+        // (Karn: none if a retransmission was ACKed), the algorithm's from
+        // the newest; SACKed segments take precedence for the latter.
+        let since = |t: u64| now_us.saturating_sub(t) as u32;
+        let (mut seq_rtt, mut ca_rtt) = match ackt {
+            Some((first, last)) if !any_retrans_acked => (Some(since(first)), Some(since(last))),
+            _ => (None, None),
         };
-        let ca_rtt = if sack_rtt.is_some() {
-            sack_rtt
-        } else if any_retrans_acked {
-            None
-        } else {
-            ack_rtt
-        };
-        if let Some(m) = seq_rtt.or(sack_rtt) {
+        if let Some((first, last)) = sackt {
+            seq_rtt = seq_rtt.or(Some(since(first)));
+            ca_rtt = Some(since(last));
+        }
+        if let Some(m) = seq_rtt {
             self.rtt
                 .sample(m, self.bytes(self.sb.una), self.bytes(self.sb.nxt()));
             self.rto_us = self.rtt.rto_us();
+            if let Some(c) = ca_rtt {
+                self.min_rtt_us = self.min_rtt_us.min(c.max(1));
+            }
         }
         if let Some(c) = ca_rtt {
-            self.min_rtt_us = self.min_rtt_us.min(c.max(1));
             rs.rtt_us = c as i64;
             self.last_rtt_sample = Some(c);
         }
         let delivered = self.rate.delivered - prior_delivered;
-        if acked_pkts > 0 || delivered > 0 {
+        if prior_packets > 0 {
             self.sync(now);
             let sample = AckSample {
-                pkts_acked: delivered,
+                pkts_acked: acked_pkts,
                 rtt_us: ca_rtt.map_or(-1, |r| r as i32),
-                in_flight: self.sb.in_flight() + delivered,
+                in_flight: self
+                    .cfg
+                    .mss
+                    .wrapping_mul(self.rate.delivered.wrapping_sub(rs.prior_delivered)),
             };
             self.call(Hook::PktsAcked(sample));
         }
@@ -830,7 +847,16 @@ impl Sender {
         }
 
         self.process_tlp_ack(cum, ack.dsack, flag);
-        self.fastretrans_alert(now, ece);
+        // tcp_ack_is_dubious(): only a duplicate, an ACK with news of loss
+        // or congestion (new SACKs, a D-SACK, ECE), or any ACK outside the
+        // Open state goes through loss recovery.
+        let dubious = cum == prior_una
+            || flag & (FLAG_DATA_SACKED | FLAG_ECE) != 0
+            || ack.dsack
+            || self.sk.icsk_ca_state != CaState::Open;
+        if dubious {
+            self.fastretrans_alert(now, ece);
+        }
 
         self.stats.delivered += delivered as u64;
         self.sync(now);
@@ -850,7 +876,9 @@ impl Sender {
         self.write_xmit(now, out);
     }
 
-    /// `tcp_process_tlp_ack()`: a probe that repaired a loss reduces cwnd.
+    /// `tcp_process_tlp_ack()`: a probe whose ACK shows it repaired a loss
+    /// reduces cwnd once; one whose original arrived too (a D-SACK, or a
+    /// pure duplicate ACK) does not.
     fn process_tlp_ack(&mut self, cum: u32, dsack: bool, flag: u32) {
         let Some(high) = self.tlp_high_seq else {
             return;
@@ -858,15 +886,33 @@ impl Sender {
         if cum < high {
             return;
         }
-        self.tlp_high_seq = None;
-        if self.tlp_retrans && dsack {
-            return; // the original arrived too: no loss
-        }
-        if flag & (FLAG_SND_UNA_ADVANCED | FLAG_DATA_SACKED) != 0 && self.tlp_retrans {
+        if !self.tlp_retrans || dsack {
+            // New data was probed, or both copies arrived (FLAG_DSACK_TLP).
+            self.tlp_high_seq = None;
+        } else if cum > high {
             self.init_cwnd_reduction();
             self.set_state(CaState::Cwr);
             self.end_cwnd_reduction();
-            self.set_state(CaState::Open);
+            self.try_keep_open();
+        } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_DATA_SACKED) == 0 {
+            self.tlp_high_seq = None;
+        }
+    }
+
+    /// `tcp_try_keep_open()`: back to Open, or Disorder while SACKed, lost
+    /// or retransmitted segments are outstanding.
+    fn try_keep_open(&mut self) {
+        let any_retrans = self.sb.retrans_out > 0
+            || (self.sb.packets_out() > 0 && self.sb.get(self.sb.una).has(EVER_RETRANS));
+        let state = if self.sb.sacked_out + self.sb.lost_out > 0 || any_retrans {
+            CaState::Disorder
+        } else {
+            CaState::Open
+        };
+        if self.sk.icsk_ca_state != state {
+            self.set_state(state);
+            self.high_seq = self.sb.nxt();
+            self.sync_seq();
         }
     }
 
@@ -935,7 +981,11 @@ impl Sender {
             ) {
                 self.sk.snd_cwnd = c;
             }
-        } else if flag & (FLAG_DATA_ACKED | FLAG_DATA_SACKED) != 0 && delivered > 0 {
+        } else if flag & FLAG_DATA_ACKED != 0 {
+            // tcp_may_raise_cwnd(): only on in-order delivery (this
+            // simulator never raises tp->reordering above the default), and
+            // even when the ACK newly delivered nothing (it covered data
+            // SACKed before): cong_avoid(ack, 0) still runs.
             let prior_state = self.sk.icsk_ca_state;
             self.call(Hook::CongAvoid {
                 ack,
