@@ -39,6 +39,31 @@ pub const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
 pub const FLAG_DATA_SACKED: u32 = 0x20;
 pub const FLAG_ECE: u32 = 0x40;
 
+/// The parts of `block` outside every (disjoint, sorted) `cached` range,
+/// written to `out`; returns how many.
+fn uncovered(block: (u32, u32), cached: &[(u32, u32)], out: &mut [(u32, u32)]) -> usize {
+    let (mut start, end) = block;
+    let mut n = 0;
+    for &(cs, ce) in cached {
+        if ce <= start || cs >= end {
+            continue;
+        }
+        if cs > start {
+            out[n] = (start, cs);
+            n += 1;
+        }
+        start = start.max(ce);
+        if start >= end {
+            return n;
+        }
+    }
+    if start < end {
+        out[n] = (start, end);
+        n += 1;
+    }
+    n
+}
+
 /// `tcp_in_ack_event()`'s flags. An ACK with SACK blocks or ECE misses
 /// header prediction and takes the slow path; any ACK that moves `snd_una`
 /// updates the window (`tcp_may_update_window()`).
@@ -126,6 +151,9 @@ pub struct Sender {
     ecn_cwr_pending: bool,
     /// Segments delivered on ACKs that echoed ECE (`tp->delivered_ce`).
     delivered_ce: u32,
+    /// The last ACK's SACK blocks, sorted (`recv_sack_cache`).
+    sack_cache: [(u32, u32); crate::packet::MAX_SACK_BLOCKS],
+    sack_cache_len: usize,
     /// Segments newly marked lost while processing the current ACK.
     rate_lost: u32,
     /// Segments ever marked lost (`tp->lost`).
@@ -170,6 +198,8 @@ impl Sender {
             min_rtt_us: u32::MAX,
             ecn_cwr_pending: false,
             delivered_ce: 0,
+            sack_cache: [(0, 0); crate::packet::MAX_SACK_BLOCKS],
+            sack_cache_len: 0,
             rate_lost: 0,
             lost_total: 0,
             done_at: None,
@@ -739,7 +769,21 @@ impl Sender {
         }
         let blocks = &mut blocks[..nblocks];
         blocks.sort_unstable();
-        for &(start, end) in blocks.iter() {
+        // Skip what the previous ACK's blocks already covered (Linux's
+        // `recv_sack_cache`): a receiver repeats its blocks, growing them
+        // at one edge, so each ACK walks only the newly SACKed segments.
+        let mut pieces = [(0u32, 0u32); 4 * crate::packet::MAX_SACK_BLOCKS];
+        let mut npieces = 0;
+        for &b in blocks.iter() {
+            npieces += uncovered(
+                b,
+                &self.sack_cache[..self.sack_cache_len],
+                &mut pieces[npieces..],
+            );
+        }
+        self.sack_cache[..nblocks].copy_from_slice(blocks);
+        self.sack_cache_len = nblocks;
+        for &(start, end) in &pieces[..npieces] {
             for seq in start.max(self.sb.una)..end.min(self.sb.nxt()) {
                 if self.sb.get(seq).has(SACKED) {
                     continue;
@@ -1017,5 +1061,32 @@ impl Sender {
             rate /= self.rtt.srtt_us as u64;
         }
         sk.pacing_rate = rate.min(sk.max_pacing_rate);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uncovered;
+
+    fn pieces(block: (u32, u32), cached: &[(u32, u32)]) -> Vec<(u32, u32)> {
+        let mut out = [(0, 0); 8];
+        let n = uncovered(block, cached, &mut out);
+        out[..n].to_vec()
+    }
+
+    #[test]
+    fn the_sack_cache_leaves_only_new_ranges() {
+        assert_eq!(pieces((5, 10), &[]), [(5, 10)]);
+        // A block grown at its right edge: only the growth is new.
+        assert_eq!(pieces((5, 11), &[(5, 10)]), [(10, 11)]);
+        assert_eq!(pieces((5, 10), &[(5, 10)]), []);
+        // Grown at both edges, and a block merging two cached ones.
+        assert_eq!(pieces((3, 12), &[(5, 10)]), [(3, 5), (10, 12)]);
+        assert_eq!(
+            pieces((0, 20), &[(2, 4), (8, 9)]),
+            [(0, 2), (4, 8), (9, 20)]
+        );
+        // Disjoint cache entries change nothing.
+        assert_eq!(pieces((5, 10), &[(0, 5), (10, 12)]), [(5, 10)]);
     }
 }
