@@ -61,6 +61,9 @@ pub struct Link {
     free_at: Time,
     /// Event-driven qdiscs: the packet being sent.
     in_service: Option<Packet>,
+    /// Serialization times of the last two packet sizes seen (data and
+    /// ACKs): saves a 64-bit division per packet.
+    ser_cache: [(u32, Time); 2],
     pub stats: LinkStats,
 }
 
@@ -73,6 +76,7 @@ impl Link {
             loss,
             free_at: 0,
             in_service: None,
+            ser_cache: [(0, 0); 2],
             stats: LinkStats::default(),
         }
     }
@@ -111,7 +115,11 @@ impl Link {
                 // On a trace link the packet waits for its delivery
                 // opportunity and leaves at it.
                 let (start, done, next_idx) = match &self.trace {
-                    None => (start, start + serialization(p.bytes, self.rate_bps), 0),
+                    None => (
+                        start,
+                        start + tx_time(&mut self.ser_cache, self.rate_bps, p.bytes),
+                        0,
+                    ),
                     Some((t, idx)) => {
                         let (i, at) = t.next(*idx, start);
                         (at, at, i + 1)
@@ -180,7 +188,7 @@ impl Link {
         self.stats.marks += out.marked as u64;
         let p = p?;
         self.in_service = Some(p);
-        Some(now + serialization(p.bytes, self.rate_bps))
+        Some(now + tx_time(&mut self.ser_cache, self.rate_bps, p.bytes))
     }
 
     /// The packet in service finished (event-driven qdiscs). Returns it
@@ -204,6 +212,21 @@ impl Link {
             Qdisc::Red(_, q, bytes) => (q.len(), *bytes),
         }
     }
+}
+
+/// `serialization(bytes, rate_bps)`, remembered for the last two sizes.
+fn tx_time(cache: &mut [(u32, Time); 2], rate_bps: u64, bytes: u32) -> Time {
+    if cache[0].0 == bytes {
+        return cache[0].1;
+    }
+    if cache[1].0 == bytes {
+        cache.swap(0, 1);
+        return cache[0].1;
+    }
+    let t = serialization(bytes, rate_bps);
+    cache[1] = cache[0];
+    cache[0] = (bytes, t);
+    t
 }
 
 /// A propagation delay, optionally with up to `jitter` of random extra
@@ -236,7 +259,8 @@ impl Pipe {
     /// (the caller schedules the arrival event).
     pub fn push(&mut self, now: Time, p: Packet, rng: &mut SplitMix64) -> Option<Time> {
         let extra = if self.jitter > 0 {
-            rng.next_u64() % (self.jitter + 1)
+            // Uniform in [0, jitter] by a multiply, not a division.
+            ((rng.next_u64() as u128 * (self.jitter as u128 + 1)) >> 64) as Time
         } else {
             0
         };

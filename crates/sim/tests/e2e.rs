@@ -644,9 +644,12 @@ fn bbr_keeps_a_deep_buffer_short_and_probes_rtt_every_ten_seconds() {
         inside = s.cwnd <= 4;
     }
     assert!((4..=6).contains(&episodes.len()), "{episodes:?}");
-    for w in episodes.windows(2) {
-        assert!((10.0..15.0).contains(&(w[1] - w[0])), "{episodes:?}");
-    }
+    // Never sooner than the 10 s window; later when a jittered sample
+    // equal to the minimum renewed it; about every 10 s on average.
+    let gaps: Vec<f64> = episodes.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.iter().all(|&g| g >= 10.0), "{episodes:?}");
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    assert!(mean < 14.0, "{episodes:?}");
 }
 
 #[test]

@@ -151,6 +151,8 @@ pub struct Sender {
     ecn_cwr_pending: bool,
     /// Segments delivered on ACKs that echoed ECE (`tp->delivered_ce`).
     delivered_ce: u32,
+    /// Nanoseconds per jiffy when HZ divides a second, else 0.
+    jiffy_ns: Time,
     /// The last ACK's SACK blocks, sorted (`recv_sack_cache`).
     sack_cache: [(u32, u32); crate::packet::MAX_SACK_BLOCKS],
     sack_cache_len: usize,
@@ -198,6 +200,11 @@ impl Sender {
             min_rtt_us: u32::MAX,
             ecn_cwr_pending: false,
             delivered_ce: 0,
+            jiffy_ns: if SEC % cfg.hz as u64 == 0 {
+                SEC / cfg.hz as u64
+            } else {
+                0
+            },
             sack_cache: [(0, 0); crate::packet::MAX_SACK_BLOCKS],
             sack_cache_len: 0,
             rate_lost: 0,
@@ -324,7 +331,10 @@ impl Sender {
     }
 
     fn jiffies_ns(&self, j: u64) -> Time {
-        j * SEC / self.cfg.hz as u64
+        match self.jiffy_ns {
+            0 => j * SEC / self.cfg.hz as u64,
+            ns => j * ns,
+        }
     }
 
     fn set_timer(&mut self, now: Time, after_ns: Time, kind: TimerKind) {
