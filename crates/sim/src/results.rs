@@ -242,6 +242,13 @@ impl Results {
 
     /// The whole run as JSON.
     pub fn to_json(&self) -> String {
+        let mut v = Vec::with_capacity(1 << 16);
+        self.write_json(&mut v).expect("writing to memory");
+        String::from_utf8(v).expect("JSON is UTF-8")
+    }
+
+    /// Streams the whole run as JSON into `w`.
+    pub fn write_json<W: Write>(&self, w: W) -> io::Result<()> {
         let j = Json {
             duration_s: self.duration_s,
             seed: self.seed,
@@ -257,13 +264,15 @@ impl Results {
             queue_series: &self.queue_series,
             ping_series: &self.ping_series,
         };
-        serde_json::to_string_pretty(&j).expect("results serialize")
+        serde_json::to_writer_pretty(w, &j).map_err(io::Error::other)
     }
 
     /// Writes results.json, flows.csv, queues.csv and summary.csv.
     pub fn write(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        std::fs::write(dir.join("results.json"), self.to_json())?;
+        let mut json = io::BufWriter::new(std::fs::File::create(dir.join("results.json"))?);
+        self.write_json(&mut json)?;
+        json.flush()?;
         let mut f = io::BufWriter::new(std::fs::File::create(dir.join("flows.csv"))?);
         writeln!(f, "t,flow,goodput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,delivery_rate_bps,retransmits,ca_state")?;
         for s in &self.flow_series {
