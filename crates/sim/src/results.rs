@@ -59,6 +59,33 @@ impl Histogram {
         self.count += 1;
     }
 
+    /// Adds every sample of `other`.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            *a += b;
+        }
+        self.count += other.count;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The distribution as (bucket midpoint, fraction of samples at or
+    /// below it), one point per non-empty bucket.
+    pub fn cdf(&self) -> Vec<(u64, f64)> {
+        let mut seen = 0;
+        let mut out = Vec::new();
+        for (i, &n) in self.buckets.iter().enumerate() {
+            if n > 0 {
+                seen += n;
+                let (lo, w) = Self::bucket_range(i);
+                out.push((lo + w / 2, seen as f64 / self.count as f64));
+            }
+        }
+        out
+    }
+
     /// The value below which a fraction `q` of samples fall (bucket
     /// midpoint), 0 with no samples.
     pub fn quantile(&self, q: f64) -> u64 {
@@ -183,6 +210,8 @@ pub struct Results {
     pub duration_s: f64,
     pub seed: u64,
     pub flows: Vec<FlowSummary>,
+    /// Every flow's RTT samples together (µs).
+    pub rtt: Histogram,
     pub flow_series: Vec<FlowSample>,
     pub queue_series: Vec<QueueSample>,
     pub pings: Vec<PingSummary>,
@@ -219,6 +248,7 @@ impl Results {
             duration_s: cfg.duration as f64 / 1e9,
             seed: cfg.seed,
             flows: Vec::with_capacity(cfg.flows.len()),
+            rtt: Histogram::default(),
             flow_series: Vec::with_capacity(samples * cfg.flows.len()),
             queue_series: Vec::with_capacity(samples * 2),
             pings: Vec::new(),
@@ -419,5 +449,21 @@ mod tests {
         assert_eq!(h.quantile(0.5), 7);
         assert!(h.quantile(1.0) > 4_000_000_000);
         assert_eq!(Histogram::default().quantile(0.5), 0);
+    }
+
+    #[test]
+    fn merged_histograms_and_their_cdf() {
+        let (mut a, mut b) = (Histogram::default(), Histogram::default());
+        for v in 1..=50u32 {
+            a.add(v);
+            b.add(v + 50);
+        }
+        a.merge(&b);
+        assert_eq!(a.count(), 100);
+        assert_eq!(a.quantile(0.5), 50);
+        let cdf = a.cdf();
+        assert_eq!(cdf.first(), Some(&(1, 0.01)));
+        assert_eq!(cdf.last().unwrap().1, 1.0);
+        assert!(cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
     }
 }

@@ -626,6 +626,7 @@ impl Sim {
                     s.done_at.map(|t| (t - start) as f64 / SEC as f64)
                 },
             });
+            self.results.rtt.merge(&fl.rtt_hist);
             if let Some(r) = fl.sender.take_recorder() {
                 r.finish()?;
             }
