@@ -781,8 +781,8 @@ fn parse_file(cx: &Ctx, dir: Option<&Path>) -> Result<(Config, File), ScenarioEr
     let up = merge(&both, f.link.up.as_ref());
     let down = merge(&both, f.link.down.as_ref());
     let links = [
-        link(&cx, &up, "link.up", mss, min_rtt, dir)?,
-        link(&cx, &down, "link.down", mss, min_rtt, dir)?,
+        link(cx, &up, "link.up", mss, min_rtt, dir)?,
+        link(cx, &down, "link.down", mss, min_rtt, dir)?,
     ];
     let jitter = match &f.link.jitter {
         Some(j) if j.get_ref() == "auto" => serialization(
