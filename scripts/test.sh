@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kleinrock's whole test suite, runnable on a fresh machine: installs what
-# is missing (a C linker, the Rust toolchain, rustfmt and clippy), then
-# checks formatting, lints with warnings as errors, and runs every test.
+# is missing (a C linker, the Rust toolchain, rustfmt and clippy, Python's
+# venv and, in target/flent-venv, flent 2.3 from PyPI), then checks
+# formatting, lints with warnings as errors, and runs every test.
 # Exits non-zero on the first failure. CI runs exactly this (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,8 @@ apt_install() {
 missing=()
 command -v cc >/dev/null || missing+=(build-essential)
 command -v cargo >/dev/null || missing+=(cargo rustc)
+command -v python3 >/dev/null || missing+=(python3)
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
     apt_install "${missing[@]}"
 fi
@@ -33,6 +36,15 @@ else
     command -v cargo-fmt >/dev/null || apt_install rustfmt
     command -v cargo-clippy >/dev/null || apt_install rust-clippy
 fi
+
+# flent renders our .flent.gz files in crates/cli/tests/compare.rs.
+venv=target/flent-venv
+if [ ! -x "$venv/bin/flent" ]; then
+    echo "test.sh: installing flent 2.3 and matplotlib into $venv" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check 'flent==2.3.0' 'matplotlib>=3.6,<4'
+fi
+export KLEINROCK_FLENT="$PWD/$venv/bin/flent"
 
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check

@@ -5,8 +5,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod algorithms;
+mod compare;
 mod model;
 mod replay;
+mod runner;
 mod sim;
 
 /// Congestion control you can measure and deploy.
@@ -22,6 +24,9 @@ enum Command {
     /// Drive algorithms over a modelled bottleneck (a round-trip-at-a-time
     /// ACK clock) and compare what they deliver.
     Model(model::Args),
+    /// Compare algorithms on a scenario: run it once per algorithm (and seed,
+    /// and swept value), print a table, write a report with plots.
+    Compare(compare::Args),
     /// Run scenario files in the packet-level simulator.
     Sim(sim::Args),
     /// Replay a hook trace into an algorithm and report the first row whose
@@ -46,6 +51,7 @@ fn main() -> ExitCode {
         Command::Model(a) => model::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Sim(a) => sim::run(a),
+        Command::Compare(a) => compare::run(a),
         Command::Algorithms => {
             algorithms::print();
             Ok(ExitCode::SUCCESS)

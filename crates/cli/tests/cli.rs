@@ -211,7 +211,7 @@ fn sim_runs_a_scenario_and_writes_results() {
         assert!(out.join("s-seed1").join(f).exists(), "{f}");
     }
     let flows = fs::read_to_string(out.join("s-seed2").join("flows.csv")).unwrap();
-    assert!(flows.starts_with("t,flow,goodput_bps,cwnd"));
+    assert!(flows.starts_with("t,flow,goodput_bps,throughput_bps,cwnd"));
     assert_eq!(flows.lines().count(), 1 + 2 * 50);
 }
 

@@ -109,7 +109,12 @@ impl Histogram {
 pub struct FlowSample {
     pub t: f64,
     pub flow: u32,
+    /// Payload the receiver took in order over the interval, bits/s: what
+    /// the application got (bursty after a loss, when a hole fills).
     pub goodput_bps: f64,
+    /// Payload delivered to the receiver, ACKed or SACKed, over the
+    /// interval, bits/s: the sender's view, as netperf reports it.
+    pub throughput_bps: f64,
     pub cwnd: u32,
     pub ssthresh: u32,
     pub srtt_us: u32,
@@ -304,14 +309,15 @@ impl Results {
         self.write_json(&mut json)?;
         json.flush()?;
         let mut f = io::BufWriter::new(std::fs::File::create(dir.join("flows.csv"))?);
-        writeln!(f, "t,flow,goodput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,delivery_rate_bps,retransmits,ca_state")?;
+        writeln!(f, "t,flow,goodput_bps,throughput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,delivery_rate_bps,retransmits,ca_state")?;
         for s in &self.flow_series {
             writeln!(
                 f,
-                "{:.6},{},{:.0},{},{},{},{},{},{},{:.0},{},{}",
+                "{:.6},{},{:.0},{:.0},{},{},{},{},{},{},{:.0},{},{}",
                 s.t,
                 s.flow,
                 s.goodput_bps,
+                s.throughput_bps,
                 s.cwnd,
                 s.ssthresh,
                 s.srtt_us,

@@ -171,6 +171,9 @@ struct Flow {
     wake_at: Option<Time>,
     rtt_hist: Histogram,
     last_delivered: u64,
+    /// The sender's count of delivered (ACKed or SACKed) segments at the
+    /// last sample.
+    last_acked: u64,
     /// Request/response: segments delivered when the current response is
     /// complete, when its request left, and the response times.
     rr_target: u64,
@@ -244,6 +247,7 @@ impl Sim {
                 wake_at: None,
                 rtt_hist: Histogram::default(),
                 last_delivered: 0,
+                last_acked: 0,
                 rr_target: 0,
                 rr_sent_at: None,
                 responses: Histogram::default(),
@@ -552,10 +556,14 @@ impl Sim {
             let delivered = fl.receiver.delivered;
             let bytes = (delivered - fl.last_delivered) * self.cfg.mss as u64;
             fl.last_delivered = delivered;
+            let acked = s.stats.delivered;
+            let acked_bytes = (acked - fl.last_acked) * self.cfg.mss as u64;
+            fl.last_acked = acked;
             self.results.flow_series.push(FlowSample {
                 t: now as f64 / SEC as f64,
                 flow: i as u32,
                 goodput_bps: bytes as f64 * 8.0 * SEC as f64 / interval as f64,
+                throughput_bps: acked_bytes as f64 * 8.0 * SEC as f64 / interval as f64,
                 cwnd: s.sk.snd_cwnd,
                 ssthresh: s.sk.snd_ssthresh,
                 srtt_us: s.rtt.srtt_us >> 3,

@@ -1,0 +1,201 @@
+//! `kleinrock compare SCENARIO --cc cubic,bbr,...`: run a scenario once per
+//! algorithm (every flow using it), per seed and per point of the swept
+//! parameters, on every core; print a summary table and write a report
+//! directory with `report.html`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use kleinrock_cc::Algorithm;
+use kleinrock_report::{Comparison, Run};
+use kleinrock_sim::scenario::{value_label, Scenario, Sweep};
+
+use crate::runner::{run_all, Job};
+use crate::Failure;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The scenario file (TOML, see docs/SCENARIOS.md); its `[compare]`
+    /// table gives defaults for the options below.
+    scenario: PathBuf,
+    /// Algorithm specs to compare, comma-separated (`kleinrock algorithms`).
+    #[arg(long, value_delimiter = ',')]
+    cc: Vec<String>,
+    /// Run each point with each of these seeds (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    seeds: Vec<u64>,
+    /// Vary a scenario key: KEY=V1,V2,... (loss, rate, queue, rtt, hz, or a
+    /// dotted key such as link.up.loss). Repeat for a grid.
+    #[arg(long)]
+    sweep: Vec<String>,
+    /// The report directory (default: out/compare/SCENARIO).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Runs in parallel (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    jobs: Option<u32>,
+    /// The flent test named in the .flent.gz files (default: from the
+    /// flows, tcp_nup or tcp_ndown).
+    #[arg(long)]
+    flent_test: Option<String>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Checks an output directory can be written before spending time on runs.
+fn writable(dir: &Path) -> Result<(), Failure> {
+    let probe = dir.join(".kleinrock-write-test");
+    std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(&probe, b""))
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| {
+            Failure(format!(
+                "cannot write the report to {}: {e}; choose another directory with --out",
+                dir.display()
+            ))
+        })
+}
+
+pub fn run(a: Args) -> Result<ExitCode, Failure> {
+    let scn = Scenario::load(&a.scenario)?;
+    let defaults = &scn.compare;
+    let specs: Vec<String> = if a.cc.is_empty() {
+        defaults.cc.clone()
+    } else {
+        a.cc.clone()
+    };
+    if specs.is_empty() {
+        return Err(Failure(format!(
+            "nothing to compare: give algorithms with --cc (e.g. --cc cubic,bbr,cdg,reno) or a `cc` list in the [compare] table of {}",
+            a.scenario.display()
+        )));
+    }
+    let mut canonical = Vec::new();
+    for s in &specs {
+        let alg: Algorithm = s.parse().map_err(|e| Failure(format!("--cc {s}: {e}")))?;
+        canonical.push(alg.spec());
+    }
+    let seeds = if !a.seeds.is_empty() {
+        a.seeds.clone()
+    } else if !defaults.seeds.is_empty() {
+        defaults.seeds.clone()
+    } else {
+        vec![scn.config.seed]
+    };
+    let sweeps: Vec<Sweep> = if a.sweep.is_empty() {
+        defaults.sweeps.clone()
+    } else {
+        a.sweep
+            .iter()
+            .map(|s| Sweep::parse(s))
+            .collect::<Result<_, _>>()?
+    };
+    if sweeps.len() > 2 {
+        return Err(Failure(format!(
+            "{} sweeps make a grid too large to plot; sweep at most two keys at a time",
+            sweeps.len()
+        )));
+    }
+    let name = a
+        .scenario
+        .file_stem()
+        .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("out").join("compare").join(&name));
+    writable(&out)?;
+
+    // Every point of the grid, checked before anything runs.
+    let mut points: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
+    for sw in &sweeps {
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                sw.values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push((sw.key.clone(), v.clone()));
+                    q
+                })
+            })
+            .collect();
+    }
+    let mut jobs = Vec::new();
+    let mut labels = Vec::new();
+    for point in &points {
+        for (spec, canon) in specs.iter().zip(&canonical) {
+            let cc = toml::Value::String(spec.clone());
+            let mut overrides: Vec<(&str, &toml::Value)> =
+                point.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            overrides.push(("cc", &cc));
+            let cfg = scn.with(&overrides)?;
+            for &seed in &seeds {
+                let mut c = cfg.clone();
+                c.seed = seed;
+                let pt: Vec<(String, String)> = point
+                    .iter()
+                    .map(|(k, v)| (k.clone(), value_label(v)))
+                    .collect();
+                labels.push((canon.clone(), pt, seed));
+                jobs.push(Job {
+                    name: format!("{name} {canon} seed {seed}"),
+                    cfg: c,
+                });
+            }
+        }
+    }
+    if !a.quiet {
+        eprintln!(
+            "running {} simulations ({} algorithms x {} seeds{})",
+            jobs.len(),
+            canonical.len(),
+            seeds.len(),
+            sweeps
+                .iter()
+                .map(|s| format!(" x {} values of {}", s.values.len(), s.key))
+                .collect::<String>()
+        );
+    }
+    let results = run_all(&jobs, a.jobs, a.quiet)?;
+    let runs: Vec<Run> = labels
+        .into_iter()
+        .zip(results)
+        .map(|((spec, point, seed), results)| Run {
+            spec,
+            point,
+            seed,
+            results,
+        })
+        .collect();
+    let cmp = Comparison {
+        name,
+        scenario_path: a.scenario.display().to_string(),
+        scenario_text: scn.text().to_string(),
+        specs: canonical,
+        sweeps: sweeps
+            .iter()
+            .map(|s| (s.key.clone(), s.values.iter().map(value_label).collect()))
+            .collect(),
+        seeds,
+        runs,
+        flent_test: a
+            .flent_test
+            .clone()
+            .or_else(|| defaults.flent_test.clone())
+            .unwrap_or_default(),
+    };
+    print!("{}", cmp.table());
+    let report = kleinrock_report::write_report(&cmp, &out).map_err(|e| {
+        Failure(format!(
+            "cannot write the report to {}: {e}; choose another directory with --out",
+            out.display()
+        ))
+    })?;
+    println!("\nreport: {}", report.display());
+    println!(
+        "open it in a browser (it needs no network), e.g. xdg-open {}",
+        report.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

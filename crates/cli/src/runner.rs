@@ -1,0 +1,96 @@
+//! Runs simulations on N cores with one progress bar: the shared engine of
+//! `kleinrock sim` and `kleinrock compare`.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use kleinrock_sim::{Config, Results, Sim};
+
+use crate::Failure;
+
+/// One simulation to run, named for messages.
+pub struct Job {
+    pub name: String,
+    pub cfg: Config,
+}
+
+/// Runs every job, `threads` at a time (default: one per core), and returns
+/// their results in order. The progress bar (simulated seconds done of the
+/// total) appears once the runs have taken a second, unless `quiet`.
+pub fn run_all(jobs: &[Job], threads: Option<u32>, quiet: bool) -> Result<Vec<Results>, Failure> {
+    let total_sim_ns: u64 = jobs.iter().map(|j| j.cfg.duration).sum();
+    let done_ns = AtomicU64::new(0);
+    let start = Instant::now();
+    let shown = Mutex::new(false);
+    let threads = if jobs.len() <= 1 {
+        1
+    } else {
+        threads
+            .map(|j| j as usize)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .min(jobs.len())
+    };
+    let next = AtomicU64::new(0);
+    let results: Mutex<Vec<Option<Result<Results, String>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let progress = |delta: u64| {
+        let d = done_ns.fetch_add(delta, Ordering::Relaxed) + delta;
+        if quiet || start.elapsed().as_secs_f64() < 1.0 {
+            return;
+        }
+        let frac = d as f64 / total_sim_ns.max(1) as f64;
+        let width = 30;
+        let filled = ((frac * width as f64) as usize).min(width);
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r[{}{}] {:>3.0}%  {:.1} s simulated, {:.1} s elapsed",
+            "=".repeat(filled),
+            " ".repeat(width - filled),
+            frac * 100.0,
+            d as f64 / 1e9,
+            start.elapsed().as_secs_f64()
+        );
+        let _ = err.flush();
+        *shown.lock().unwrap() = true;
+    };
+    let worker = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+        if i >= jobs.len() {
+            break;
+        }
+        let cfg = jobs[i].cfg.clone();
+        let dur = cfg.duration;
+        let mut last = 0.0;
+        let r = Sim::new(cfg)
+            .and_then(|sim| {
+                sim.run(&mut |frac| {
+                    progress(((frac - last) * dur as f64) as u64);
+                    last = frac;
+                })
+            })
+            .map_err(|e| format!("{}: cannot write a hook trace: {e}", jobs[i].name));
+        progress(((1.0 - last) * dur as f64) as u64);
+        results.lock().unwrap()[i] = Some(r);
+    };
+    if threads == 1 {
+        worker();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(worker);
+            }
+        });
+    }
+    if *shown.lock().unwrap() {
+        eprintln!();
+    }
+    results
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.expect("every job ran").map_err(Failure))
+        .collect()
+}

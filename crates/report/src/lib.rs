@@ -1,0 +1,19 @@
+//! Comparison reports for Kleinrock: the runs of one scenario under several
+//! algorithms (and seeds, and swept parameters) turned into numbers people
+//! compare, SVG plots, one self-contained `report.html`, CSV and JSON of
+//! everything, and flent data files that flent's own plotter opens.
+//!
+//! - [`run`]: a comparison's runs and each run's headline metrics.
+//! - [`palette`]: one colour per algorithm, the same in every plot.
+//! - [`plots`]: the plots, drawn with plotters' SVG backend.
+//! - [`html`]: the page, and the files written beside it.
+//! - [`flent`]: flent's data format (version 4).
+
+pub mod flent;
+pub mod html;
+pub mod palette;
+pub mod plots;
+pub mod run;
+
+pub use html::write_report;
+pub use run::{Comparison, Metrics, Run};
