@@ -46,6 +46,13 @@ impl<E: std::fmt::Display> From<E> for Failure {
 }
 
 fn main() -> ExitCode {
+    // A closed pipe (`kleinrock compare ... | head`) ends the process
+    // quietly, as for any Unix filter, instead of a panic on the next print.
+    // SAFETY: restoring a signal's default disposition before any thread
+    // starts has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Model(a) => model::run(a),

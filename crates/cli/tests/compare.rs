@@ -265,3 +265,44 @@ fn flent_renders_our_files() {
         assert!(size > 10_000, "flent -p {plot} wrote {size} bytes");
     }
 }
+
+#[test]
+fn compare_works_on_every_shipped_scenario() {
+    // Two simulated seconds each (a `duration` override), every scenario
+    // in scenarios/, with its own [compare] table or cubic.
+    let dir = tmpdir("shipped");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut n = 0;
+    for entry in fs::read_dir(&root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        let out = dir.join(path.file_stem().unwrap());
+        let mut args = vec![
+            "compare",
+            path.to_str().unwrap(),
+            "--sweep",
+            "duration=2s",
+            "--seeds",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ];
+        if !text.contains("[compare]") {
+            args.extend(["--cc", "cubic"]);
+        }
+        let o = kleinrock(&args);
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(out.join("report.html").exists(), "{}", path.display());
+        n += 1;
+    }
+    assert!(n >= 15, "{n} scenarios");
+}

@@ -249,6 +249,53 @@ fn flow_series(
         .collect()
 }
 
+/// The algorithm to use at `point`: within 10% of the best goodput, the
+/// lowest 95th-percentile RTT.
+fn pick(cmp: &Comparison, point: &[(String, String)]) -> Option<(String, Metrics)> {
+    let m: Vec<(String, Metrics)> = cmp
+        .specs
+        .iter()
+        .map(|s| (s.clone(), cmp.median_metrics(s, point)))
+        .collect();
+    let best = m.iter().map(|x| x.1.goodput_bps).fold(0.0, f64::max);
+    m.into_iter()
+        .filter(|x| x.1.goodput_bps >= 0.9 * best)
+        .min_by(|a, b| a.1.rtt_p95_ms.total_cmp(&b.1.rtt_p95_ms))
+}
+
+/// With sweeps: the pick at every point.
+fn picks(ctx: &Ctx) -> String {
+    let points = ctx.cmp.points();
+    if points.len() < 2 {
+        return String::new();
+    }
+    let mut s = String::from("<p>Across the sweep, the same rule picks:</p><table><tr>");
+    for (k, _) in &ctx.cmp.sweeps {
+        let _ = write!(s, "<th>{}</th>", esc(k));
+    }
+    s.push_str(
+        "<th></th><th class=\"alg\">use</th><th>goodput (Mbit/s)</th><th>RTT p95 (ms)</th></tr>",
+    );
+    for p in points {
+        if let Some((spec, m)) = pick(ctx.cmp, &p) {
+            s.push_str("<tr>");
+            for (_, v) in &p {
+                let _ = write!(s, "<td>{}</td>", esc(v));
+            }
+            let _ = write!(
+                s,
+                "<td><span class=\"sw\" style=\"background:{}\"></span></td><td class=\"alg\">{}</td><td>{:.2}</td><td>{:.1}</td></tr>",
+                hex(ctx.colour_of(&spec)),
+                esc(&spec),
+                m.goodput_bps / 1e6,
+                m.rtt_p95_ms
+            );
+        }
+    }
+    s.push_str("</table>");
+    s
+}
+
 fn verdict(ctx: &Ctx) -> String {
     let cmp = ctx.cmp;
     let m: Vec<(String, Metrics)> = cmp
@@ -272,12 +319,8 @@ fn verdict(ctx: &Ctx) -> String {
         .iter()
         .max_by(|a, b| a.1.power().total_cmp(&b.1.power()))
         .unwrap();
-    // Among those within 10% of the best goodput, the lowest delay.
-    let pick = m
-        .iter()
-        .filter(|x| x.1.goodput_bps >= 0.9 * best_g)
-        .min_by(|a, b| a.1.rtt_p95_ms.total_cmp(&b.1.rtt_p95_ms))
-        .unwrap();
+    let pick = pick(cmp, &ctx.first).expect("some algorithm");
+    let pick = (&pick.0, &pick.1);
     let mut s = String::new();
     let at = if ctx.first.is_empty() {
         String::new()
@@ -294,7 +337,7 @@ fn verdict(ctx: &Ctx) -> String {
     let _ = write!(
         s,
         "<p class=\"verdict\"><b>Use {}</b>{at}: within 10% of the best goodput ({:.2} of {:.2} Mbit/s), it has the lowest 95th-percentile RTT among those that are ({:.1} ms).</p>",
-        esc(&pick.0),
+        esc(pick.0),
         pick.1.goodput_bps / 1e6,
         best_g / 1e6,
         pick.1.rtt_p95_ms
@@ -321,6 +364,7 @@ fn verdict(ctx: &Ctx) -> String {
         }
     }
     s.push_str("</ul>");
+    s.push_str(&picks(ctx));
     s
 }
 
@@ -330,7 +374,7 @@ fn summary_table(ctx: &Ctx) -> String {
     for (k, _) in &cmp.sweeps {
         let _ = write!(s, "<th>{}</th>", esc(k));
     }
-    s.push_str("<th>algorithm</th><th>goodput (Mbit/s)</th><th>RTT p50 (ms)</th><th>RTT p95 (ms)</th><th>queue delay p95 (ms)</th><th>retransmits</th><th>Jain</th><th>completion (s)</th></tr>");
+    s.push_str("<th class=\"alg\">algorithm</th><th>goodput (Mbit/s)</th><th>RTT p50 (ms)</th><th>RTT p95 (ms)</th><th>queue delay p95 (ms)</th><th>retransmits</th><th>Jain</th><th>completion (s)</th></tr>");
     for p in cmp.points() {
         for spec in &cmp.specs {
             let m = cmp.median_metrics(spec, &p);
@@ -344,7 +388,7 @@ fn summary_table(ctx: &Ctx) -> String {
             }
             let _ = write!(
                 s,
-                "<td>{}</td><td>{:.2}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{:.3}</td><td>{}</td></tr>",
+                "<td class=\"alg\">{}</td><td>{:.2}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{:.3}</td><td>{}</td></tr>",
                 esc(spec),
                 m.goodput_bps / 1e6,
                 m.rtt_p50_ms,
@@ -772,7 +816,7 @@ const CSS: &str = "body{font-family:sans-serif;max-width:820px;margin:2em auto;p
 h1{font-size:1.6em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}\
 .meta{color:#555}.verdict{font-size:1.15em;background:#f3f7fb;padding:.6em .8em;border-left:4px solid #1f77b4}\
 table{border-collapse:collapse;font-size:.9em}td,th{padding:.25em .6em;border-bottom:1px solid #eee;text-align:right}\
-td:nth-child(2),th:nth-child(2){text-align:left}\
+td.alg,th.alg{text-align:left}\
 .sw{display:inline-block;width:.9em;height:.9em;border-radius:2px;margin-right:.3em;vertical-align:middle}\
 figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}figcaption{color:#555;font-size:.9em}\
 pre{background:#f6f6f6;padding:.8em;overflow-x:auto}";

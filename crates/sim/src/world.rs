@@ -606,7 +606,13 @@ impl Sim {
         for (i, fl) in self.flows.iter_mut().enumerate() {
             let cfg = &self.cfg.flows[i];
             let start = cfg.start;
-            let end = fl.stop.unwrap_or(self.cfg.duration).min(self.cfg.duration);
+            // A transfer's goodput is over its completion time; a bulk
+            // flow's over the time it was offered data.
+            let end = match (&cfg.request_response, fl.sender.done_at) {
+                (None, Some(done)) => done,
+                _ => fl.stop.unwrap_or(self.cfg.duration),
+            }
+            .min(self.cfg.duration);
             let active = end.saturating_sub(start).max(1);
             let bytes = fl.receiver.delivered * self.cfg.mss as u64;
             let s = &fl.sender;
