@@ -225,7 +225,12 @@ fn flow_series(
                     };
                     let mix = |c: u8| (c as f64 + (255.0 - c as f64) * k) as u8;
                     Series {
-                        label: (f == 0).then(|| format!("{} (flows 0-{})", r.spec, n - 1)),
+                        label: if n <= 6 {
+                            Some(format!("{} flow {f}", r.spec))
+                        } else {
+                            (f == 0)
+                                .then(|| format!("{} (flows 0-{}, darker first)", r.spec, n - 1))
+                        },
                         colour: RGBColor(mix(base.0), mix(base.1), mix(base.2)),
                         points: r
                             .results
