@@ -1,0 +1,500 @@
+//! Kleinrock's selector: a discounted UCB bandit per peer.
+//!
+//! Each (peer, algorithm) keeps discounted sums of the connections' minimum
+//! RTT and best delivery rate. An algorithm's cost at a peer is bpftune's,
+//! computed from those means when a choice is made: how far its RTT lies
+//! above the best algorithm's, plus how far its rate falls short of the
+//! best, as fractions. The choice minimises cost minus an exploration bonus
+//! `explore * sqrt(ln N / n)` (UCB1 with discounting, Garivier and Moulines,
+//! "On Upper-Confidence Bound Policies for Switching Bandit Problems", ALT
+//! 2011): every connection to a peer first multiplies its evidence by
+//! `gamma`, so old evidence fades, untried or long-untried algorithms earn
+//! a growing bonus, and a path that changes is relearned within about
+//! 1/(1 - gamma) connections.
+//!
+//! Where bpftune's policy learns only at close, keyed by address, with four
+//! candidates, this one also:
+//! - counts open connections' latest samples in the choices made meanwhile;
+//! - borrows from the peer's prefix (/24, /48): what other peers there
+//!   showed counts for up to `prefix_weight` connections, so a new peer in
+//!   a known network starts nearly converged; and a peer with no evidence
+//!   at all tries algorithms in the order of their average cost elsewhere;
+//! - records an algorithm that could not be set as unavailable at that peer
+//!   (retried after `retry_unavailable` connections) and learns from what
+//!   actually ran;
+//! - keeps peers and prefixes in bounded LRU tables.
+
+use std::collections::HashMap;
+
+use crate::lru::Lru;
+use crate::{Peer, Sample};
+
+/// The candidates by default: Linux's and Kleinrock's algorithms.
+pub const DEFAULT_CANDIDATES: [&str; 9] = [
+    "cubic",
+    "cubic:hystart=hspp",
+    "cubic:friendly=newreno",
+    "reno",
+    "bbr",
+    "htcp",
+    "dctcp",
+    "cdg",
+    "vegas",
+];
+
+/// The policy's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Algorithm specs, by index.
+    pub candidates: Vec<String>,
+    /// Peers remembered (and, a quarter as many, prefixes).
+    pub capacity: usize,
+    /// Weight of the past at each new connection to the peer.
+    pub gamma: f64,
+    /// Exploration bonus scale, in cost units (1.0: a 100% deviation).
+    pub explore: f64,
+    /// Prefix lengths that group peers (IPv4, IPv6).
+    pub prefix_v4: u8,
+    pub prefix_v6: u8,
+    /// Connections' worth of weight the prefix's evidence carries.
+    pub prefix_weight: f64,
+    /// Connections to a peer before an unavailable algorithm is tried again.
+    pub retry_unavailable: u64,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            candidates: DEFAULT_CANDIDATES.iter().map(|s| s.to_string()).collect(),
+            capacity: 65_536,
+            gamma: 0.9,
+            explore: 0.2,
+            prefix_v4: 24,
+            prefix_v6: 48,
+            prefix_weight: 2.0,
+            retry_unavailable: 50,
+        }
+    }
+}
+
+/// Discounted evidence about one algorithm at one key.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Arm {
+    /// Discounted number of connections.
+    pub n: f64,
+    /// Discounted sums of their minimum RTT (µs) and best rate (bytes/s).
+    pub rtt_sum: f64,
+    pub rate_sum: f64,
+    /// Could not be set until this connection count of the key.
+    pub unavailable_until: u64,
+}
+
+/// Everything known about one peer (or prefix).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub arms: Vec<Arm>,
+    /// Connections closed.
+    pub conns: u64,
+}
+
+impl Entry {
+    pub fn new(arms: usize) -> Entry {
+        Entry {
+            arms: vec![Arm::default(); arms],
+            conns: 0,
+        }
+    }
+
+    fn learn(&mut self, alg: usize, rtt_us: f64, rate: f64, gamma: f64) {
+        for a in &mut self.arms {
+            a.n *= gamma;
+            a.rtt_sum *= gamma;
+            a.rate_sum *= gamma;
+        }
+        let a = &mut self.arms[alg];
+        a.n += 1.0;
+        a.rtt_sum += rtt_us;
+        a.rate_sum += rate;
+        self.conns += 1;
+    }
+
+    /// Each arm's (cost, weight), `None` without evidence: cost relative to
+    /// the best mean RTT and the best mean rate among the arms.
+    pub fn costs(&self) -> Vec<Option<(f64, f64)>> {
+        const TINY: f64 = 1e-9;
+        let means: Vec<Option<(f64, f64)>> = self
+            .arms
+            .iter()
+            .map(|a| (a.n > TINY).then(|| (a.rtt_sum / a.n, a.rate_sum / a.n)))
+            .collect();
+        let best_rtt = means.iter().flatten().map(|m| m.0).fold(f64::MAX, f64::min);
+        let best_rate = means.iter().flatten().map(|m| m.1).fold(0.0, f64::max);
+        means
+            .iter()
+            .zip(&self.arms)
+            .map(|(m, a)| {
+                m.map(|(rtt, rate)| {
+                    let mut c = 0.0;
+                    if best_rtt > 0.0 {
+                        c += (rtt - best_rtt) / best_rtt;
+                    }
+                    if best_rate > 0.0 {
+                        c += (best_rate - rate) / best_rate;
+                    }
+                    (c, a.n)
+                })
+            })
+            .collect()
+    }
+}
+
+/// A connection the policy chose for and has not seen close.
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    peer: Peer,
+    /// The algorithm it runs (after any failure to set the chosen one).
+    alg: usize,
+    latest: Option<Sample>,
+}
+
+/// The policy.
+#[derive(Clone, Debug)]
+pub struct Bandit {
+    pub cfg: Config,
+    peers: Lru<Entry>,
+    prefixes: Lru<Entry>,
+    /// Average cost of each algorithm over every peer's choices, and its
+    /// weight: the order in which a stranger is explored.
+    global: Vec<(f64, f64)>,
+    open: HashMap<u64, Open>,
+    next_conn: u64,
+}
+
+/// A connection, as the policy knows it.
+pub type Conn = u64;
+
+/// Most connections kept open at once; beyond, the oldest are forgotten.
+const MAX_OPEN: usize = 1 << 16;
+
+impl Bandit {
+    /// The policy is deterministic: the same connections and samples give
+    /// the same choices.
+    pub fn new(cfg: Config) -> Bandit {
+        let n = cfg.candidates.len();
+        Bandit {
+            peers: Lru::new(cfg.capacity),
+            prefixes: Lru::new((cfg.capacity / 4).max(1)),
+            global: vec![(0.0, 0.0); n],
+            open: HashMap::new(),
+            next_conn: 0,
+            cfg,
+        }
+    }
+
+    /// The prefix a peer belongs to, as a key of the prefix table.
+    pub fn prefix(&self, peer: Peer) -> Peer {
+        let v4 = peer >> 32 == 0xffff;
+        let len = if v4 {
+            96 + self.cfg.prefix_v4 as u32
+        } else {
+            self.cfg.prefix_v6 as u32
+        };
+        if len == 0 {
+            return 0;
+        }
+        peer & (u128::MAX << (128 - len.min(128)))
+    }
+
+    pub fn peer_entry(&self, peer: Peer) -> Option<&Entry> {
+        self.peers.peek(peer)
+    }
+
+    pub fn peers_len(&self) -> usize {
+        self.peers.len()
+    }
+
+    /// The per-arm estimate at `peer`: (cost, weight) from its own evidence
+    /// (open connections' latest samples included) and its prefix's.
+    pub fn estimates(&self, peer: Peer) -> Vec<Option<(f64, f64)>> {
+        let k = self.cfg.candidates.len();
+        let mut own = self
+            .peers
+            .peek(peer)
+            .cloned()
+            .unwrap_or_else(|| Entry::new(k));
+        for o in self.open.values().filter(|o| o.peer == peer) {
+            if let Some(s) = o.latest {
+                let a = &mut own.arms[o.alg];
+                a.n += 1.0;
+                a.rtt_sum += s.min_rtt_us as f64;
+                a.rate_sum += s.max_rate_bps as f64;
+            }
+        }
+        let own = own.costs();
+        let pre = self.prefixes.peek(self.prefix(peer)).map(|e| e.costs());
+        (0..k)
+            .map(|i| {
+                let mine = own[i];
+                let theirs = pre
+                    .as_ref()
+                    .and_then(|p| p[i])
+                    .map(|(c, n)| (c, n.min(self.cfg.prefix_weight)));
+                match (mine, theirs) {
+                    (Some((c, n)), Some((pc, pn))) => Some(((c * n + pc * pn) / (n + pn), n + pn)),
+                    (a, b) => a.or(b),
+                }
+            })
+            .collect()
+    }
+
+    /// A connection to `peer` starts: the algorithm (index into the
+    /// candidates) to set, and the connection's handle.
+    pub fn choose(&mut self, peer: Peer) -> (Conn, usize) {
+        let est = self.estimates(peer);
+        let conns = self.peers.peek(peer).map_or(0, |e| e.conns);
+        let unavailable = |i: usize| {
+            self.peers
+                .peek(peer)
+                .is_some_and(|e| e.arms[i].unavailable_until > conns)
+        };
+        let usable: Vec<usize> = (0..est.len()).filter(|&i| !unavailable(i)).collect();
+        let pick = if usable.is_empty() {
+            0
+        } else if let Some(&i) = usable
+            .iter()
+            .filter(|&&i| est[i].is_none())
+            .min_by(|&&a, &&b| {
+                // Untried here: in order of cost elsewhere (unknown last).
+                let g = |i: usize| {
+                    if self.global[i].1 > 0.0 {
+                        self.global[i].0
+                    } else {
+                        f64::MAX
+                    }
+                };
+                g(a).total_cmp(&g(b)).then(a.cmp(&b))
+            })
+        {
+            i
+        } else {
+            let total: f64 = usable.iter().filter_map(|&i| est[i]).map(|(_, n)| n).sum();
+            let ln = (total.max(1.0)).ln().max(0.0);
+            let mut best = (f64::MAX, usable[0]);
+            for &i in &usable {
+                let (c, n) = est[i].expect("tried");
+                let index = c - self.cfg.explore * (ln / n).sqrt();
+                if index < best.0 - 1e-12 {
+                    best = (index, i);
+                }
+            }
+            best.1
+        };
+        self.next_conn += 1;
+        let id = self.next_conn;
+        if self.open.len() >= MAX_OPEN {
+            let oldest = *self.open.keys().min().expect("non-empty");
+            self.open.remove(&oldest);
+        }
+        self.open.insert(
+            id,
+            Open {
+                peer,
+                alg: pick,
+                latest: None,
+            },
+        );
+        (id, pick)
+    }
+
+    /// The chosen algorithm could not be set on `conn`; it runs `running`
+    /// (the system's default) instead, which is what its samples will be
+    /// counted for.
+    pub fn set_failed(&mut self, conn: Conn, running: usize) {
+        let Some(o) = self.open.get_mut(&conn) else {
+            return;
+        };
+        let (peer, chosen) = (o.peer, o.alg);
+        o.alg = running;
+        let k = self.cfg.candidates.len();
+        let retry = self.cfg.retry_unavailable;
+        let e = self.peers.get_or_insert_with(peer, || Entry::new(k));
+        e.arms[chosen].unavailable_until = e.conns + retry;
+    }
+
+    /// A sample while `conn` runs.
+    pub fn sample(&mut self, conn: Conn, s: &Sample) {
+        if let Some(o) = self.open.get_mut(&conn) {
+            o.latest = Some(*s);
+        }
+    }
+
+    /// `conn` closed with `s` as its final sample: learn from it.
+    pub fn close(&mut self, conn: Conn, s: &Sample) {
+        let Some(o) = self.open.remove(&conn) else {
+            return;
+        };
+        if s.min_rtt_us == 0 {
+            return; // no RTT measured: nothing to learn
+        }
+        let (rtt, rate) = (s.min_rtt_us as f64, s.max_rate_bps as f64);
+        let (k, gamma) = (self.cfg.candidates.len(), self.cfg.gamma);
+        let e = self.peers.get_or_insert_with(o.peer, || Entry::new(k));
+        e.learn(o.alg, rtt, rate, gamma);
+        let costs = e.costs();
+        let prefix = self.prefix(o.peer);
+        self.prefixes
+            .get_or_insert_with(prefix, || Entry::new(k))
+            .learn(o.alg, rtt, rate, gamma);
+        // The stranger's exploration order: average cost per algorithm.
+        for (g, c) in self.global.iter_mut().zip(costs) {
+            if let Some((c, _)) = c {
+                g.1 += 1.0;
+                g.0 += (c - g.0) / g.1.min(1000.0);
+            }
+        }
+    }
+
+    /// The learned tables, for saving: (peers, prefixes, global).
+    pub fn tables(&self) -> (&Lru<Entry>, &Lru<Entry>, &[(f64, f64)]) {
+        (&self.peers, &self.prefixes, &self.global)
+    }
+
+    /// Restores learned tables (from [`crate::persist`]); entries beyond
+    /// the capacity are dropped, least recent first.
+    pub fn restore(
+        &mut self,
+        peers: Vec<(Peer, Entry)>,
+        prefixes: Vec<(Peer, Entry)>,
+        global: Vec<(f64, f64)>,
+    ) {
+        // Oldest first, so the most recent end up most recently used.
+        for (p, e) in peers.into_iter().rev() {
+            let k = e.arms.len();
+            *self.peers.get_or_insert_with(p, || Entry::new(k)) = e;
+        }
+        for (p, e) in prefixes.into_iter().rev() {
+            let k = e.arms.len();
+            *self.prefixes.get_or_insert_with(p, || Entry::new(k)) = e;
+        }
+        if global.len() == self.global.len() {
+            self.global = global;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(cands: &[&str]) -> Config {
+        Config {
+            candidates: cands.iter().map(|s| s.to_string()).collect(),
+            ..Config::default()
+        }
+    }
+
+    fn done(rtt: u32, rate: u64) -> Sample {
+        Sample {
+            min_rtt_us: rtt,
+            max_rate_bps: rate,
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn costs_are_fractions_from_the_best_arm() {
+        let mut e = Entry::new(3);
+        e.learn(0, 1000.0, 100.0, 1.0);
+        e.learn(1, 1500.0, 50.0, 1.0);
+        let c = e.costs();
+        assert_eq!(c[0], Some((0.0, 1.0)));
+        assert_eq!(c[1], Some((0.5 + 0.5, 1.0)));
+        assert_eq!(c[2], None);
+        // Discounting: after learning arm 0 again with gamma 0.5, arm 1's
+        // weight halves.
+        e.learn(0, 1000.0, 100.0, 0.5);
+        assert_eq!(e.costs()[1].unwrap().1, 0.5);
+        assert_eq!(e.conns, 3);
+    }
+
+    /// Plays `n` connections to `peer` where algorithm `i` shows `truth[i]`.
+    fn play(b: &mut Bandit, peer: Peer, truth: &[(u32, u64)], n: usize) -> Vec<usize> {
+        (0..n)
+            .map(|_| {
+                let (c, alg) = b.choose(peer);
+                let (rtt, rate) = truth[alg];
+                b.close(c, &done(rtt, rate));
+                alg
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tries_each_then_settles_on_the_cheapest() {
+        let mut b = Bandit::new(cfg(&["cubic", "bbr", "reno"]));
+        let truth = [(1300, 80), (1000, 95), (1400, 60)];
+        let picks = play(&mut b, 7, &truth, 40);
+        assert_eq!(&picks[..3], &[0, 1, 2], "each tried once, in index order");
+        let late = picks[10..].iter().filter(|&&a| a == 1).count();
+        assert!(late >= 27, "bbr chosen {late} of 30: {picks:?}");
+    }
+
+    #[test]
+    fn follows_a_path_that_changes() {
+        let mut b = Bandit::new(cfg(&["cubic", "bbr"]));
+        play(&mut b, 9, &[(1000, 100), (1300, 70)], 30);
+        // Now bbr is the better one.
+        let picks = play(&mut b, 9, &[(1300, 30), (1000, 95)], 40);
+        let first = picks.iter().position(|&a| a == 1).expect("switches");
+        assert!(first < 20, "{picks:?}");
+        assert!(
+            picks[20..].iter().filter(|&&a| a == 1).count() >= 18,
+            "{picks:?}"
+        );
+    }
+
+    #[test]
+    fn a_new_peer_borrows_from_its_prefix() {
+        let mut b = Bandit::new(cfg(&["cubic", "bbr", "reno", "htcp"]));
+        let truth = [(1300, 80), (1000, 95), (1400, 60), (1350, 70)];
+        let a = crate::peer("10.1.2.3".parse().unwrap());
+        play(&mut b, a, &truth, 20);
+        // A neighbour starts with bbr: the prefix says so.
+        let n = crate::peer("10.1.2.99".parse().unwrap());
+        assert_eq!(b.choose(n).1, 1);
+        // A stranger elsewhere explores, untried first, cheapest-elsewhere
+        // first.
+        let s = crate::peer("192.0.2.1".parse().unwrap());
+        assert_eq!(b.choose(s).1, 1);
+    }
+
+    #[test]
+    fn open_connections_count_before_they_close() {
+        let mut b = Bandit::new(cfg(&["cubic", "bbr"]));
+        let (c1, a1) = b.choose(5);
+        assert_eq!(a1, 0);
+        b.sample(c1, &done(1000, 100));
+        // Meanwhile another connection: cubic has evidence now, bbr none.
+        let (_, a2) = b.choose(5);
+        assert_eq!(a2, 1);
+    }
+
+    #[test]
+    fn an_algorithm_that_cannot_be_set_is_avoided_and_its_fallback_learned() {
+        let mut b = Bandit::new(cfg(&["cubic", "dctcp"]));
+        let (c, a) = b.choose(3);
+        assert_eq!(a, 0);
+        b.close(c, &done(1000, 100));
+        let (c, a) = b.choose(3);
+        assert_eq!(a, 1);
+        b.set_failed(c, 0);
+        b.close(c, &done(1000, 100));
+        let e = b.peer_entry(3).unwrap();
+        assert_eq!((e.arms[0].n > 1.5, e.arms[1].n), (true, 0.0));
+        for _ in 0..10 {
+            let (c, a) = b.choose(3);
+            assert_eq!(a, 0, "dctcp is not retried yet");
+            b.close(c, &done(1000, 100));
+        }
+    }
+}
