@@ -88,14 +88,18 @@ pub fn metric_calc(r: &mut RemoteHost, min_rtt: u64, rate_delivered: u64) -> u64
     if r.max_rate_delivered == 0 || rate_delivered > r.max_rate_delivered {
         r.max_rate_delivered = rate_delivered;
     }
-    if r.min_rtt != 0 {
-        metric = metric.wrapping_add((min_rtt - r.min_rtt).wrapping_mul(RTT_SCALE) / r.min_rtt);
+    // An unset (zero) extreme contributes nothing, as the C `if`s say.
+    if let Some(t) = (min_rtt - r.min_rtt)
+        .wrapping_mul(RTT_SCALE)
+        .checked_div(r.min_rtt)
+    {
+        metric = metric.wrapping_add(t);
     }
-    if r.max_rate_delivered != 0 {
-        metric = metric.wrapping_add(
-            (r.max_rate_delivered - rate_delivered).wrapping_mul(DELIVERY_SCALE)
-                / r.max_rate_delivered,
-        );
+    if let Some(t) = (r.max_rate_delivered - rate_delivered)
+        .wrapping_mul(DELIVERY_SCALE)
+        .checked_div(r.max_rate_delivered)
+    {
+        metric = metric.wrapping_add(t);
     }
     metric
 }
