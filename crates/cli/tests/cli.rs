@@ -212,6 +212,11 @@ fn sim_runs_a_scenario_and_writes_results() {
     }
     let flows = fs::read_to_string(out.join("s-seed2").join("flows.csv")).unwrap();
     assert!(flows.starts_with("t,flow,goodput_bps,throughput_bps,cwnd"));
+    assert!(flows
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with("retransmits,segs_out,ca_state"));
     assert_eq!(flows.lines().count(), 1 + 2 * 50);
 }
 

@@ -124,6 +124,8 @@ pub struct FlowSample {
     /// The rate sampler's latest delivery rate (payload), bits/s.
     pub delivery_rate_bps: f64,
     pub retransmits: u64,
+    /// Segments sent so far, retransmissions included (`tp->segs_out`).
+    pub segs_out: u64,
     pub ca_state: &'static str,
 }
 
@@ -309,11 +311,11 @@ impl Results {
         self.write_json(&mut json)?;
         json.flush()?;
         let mut f = io::BufWriter::new(std::fs::File::create(dir.join("flows.csv"))?);
-        writeln!(f, "t,flow,goodput_bps,throughput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,delivery_rate_bps,retransmits,ca_state")?;
+        writeln!(f, "t,flow,goodput_bps,throughput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,delivery_rate_bps,retransmits,segs_out,ca_state")?;
         for s in &self.flow_series {
             writeln!(
                 f,
-                "{:.6},{},{:.0},{:.0},{},{},{},{},{},{},{:.0},{},{}",
+                "{:.6},{},{:.0},{:.0},{},{},{},{},{},{},{:.0},{},{},{}",
                 s.t,
                 s.flow,
                 s.goodput_bps,
@@ -326,6 +328,7 @@ impl Results {
                 s.pacing_rate_bps,
                 s.delivery_rate_bps,
                 s.retransmits,
+                s.segs_out,
                 s.ca_state
             )?;
         }

@@ -98,6 +98,7 @@ struct Tcp {
     hz: Option<S<i64>>,
     rwnd: Option<S<String>>,
     ecn: Option<bool>,
+    peer_ecn: Option<bool>,
     pace_all: Option<bool>,
     slow_start_after_idle: Option<bool>,
     delayed_ack: Option<S<String>>,
@@ -806,6 +807,7 @@ fn parse_file(cx: &Ctx, dir: Option<&Path>) -> Result<(Config, File), ScenarioEr
         rwnd_segments,
         pace_all: t.pace_all.unwrap_or(false),
         ecn: t.ecn.unwrap_or(false),
+        peer_ecn: t.peer_ecn.unwrap_or(true),
         slow_start_after_idle: t.slow_start_after_idle.unwrap_or(true),
         delayed_acks: match &t.delayed_ack {
             None => true,

@@ -136,6 +136,9 @@ pub struct Config {
     pub rwnd_segments: u32,
     pub pace_all: bool,
     pub ecn: bool,
+    /// Does the receiving end negotiate ECN? A peer that does not leaves
+    /// every flow without it, DCTCP included (which then runs as Reno).
+    pub peer_ecn: bool,
     pub slow_start_after_idle: bool,
     /// Linux's delayed ACKs (quick ACKs, then every second segment, 40 ms
     /// timer); false: ACK every segment.
@@ -219,7 +222,7 @@ impl Sim {
                 pace_all: cfg.pace_all,
                 // An algorithm that needs ECN (DCTCP) negotiates it whatever
                 // the scenario says, as Linux does for TCP_CONG_NEEDS_ECN.
-                ecn: cfg.ecn || f.cc.needs_ecn(),
+                ecn: (cfg.ecn || f.cc.needs_ecn()) && cfg.peer_ecn,
                 limit_segments: if f.request_response.is_some() {
                     Some(0)
                 } else {
@@ -581,6 +584,7 @@ impl Sim {
                         / s.rate.rate_interval_us as f64
                 },
                 retransmits: s.stats.retransmits,
+                segs_out: s.stats.segments_sent,
                 ca_state: ca_state_name(s.sk.icsk_ca_state),
             });
         }

@@ -54,6 +54,7 @@ pub fn dumbbell(
         rwnd_segments: 1 << 20,
         pace_all: false,
         ecn: false,
+        peer_ecn: true,
         slow_start_after_idle: true,
         delayed_acks: true,
         jitter: kleinrock_sim::time::serialization(1500, rate_bps),
@@ -943,4 +944,25 @@ fn a_late_vegas_flow_takes_the_larger_share() {
     // congestion"). Its published behaviour, so no Jain test for Vegas.
     let (a, b) = late_start_shares("vegas", 10_000_000, 1000, 5);
     assert!(b > 1.2 * a, "first {a} vs late {b}");
+}
+
+#[test]
+fn dctcp_without_a_peer_that_negotiates_ecn_is_reno() {
+    let r = |peer_ecn: bool, cc: &str| {
+        let mut c = dumbbell(100_000_000, 200, 0, 5, vec![flow(cc, 10)]);
+        c.links[0].queue = QueueConfig::Fifo {
+            limit: Limit::Packets(200),
+            mark_at: Some(20),
+        };
+        c.peer_ecn = peer_ecn;
+        run(c)
+    };
+    let with = r(true, "dctcp");
+    let without = r(false, "dctcp");
+    let reno = r(false, "reno");
+    assert!(with.links[0].marks > 100 && with.links[0].queue_drops == 0);
+    assert_eq!(without.links[0].marks, 0);
+    assert!(without.links[0].queue_drops > 0);
+    // dctcp-reno: exactly Reno's arithmetic.
+    assert_eq!(without.flows[0].bytes, reno.flows[0].bytes);
 }
