@@ -9,6 +9,7 @@ mod compare;
 mod model;
 mod replay;
 mod runner;
+mod select;
 mod sim;
 
 /// Congestion control you can measure and deploy.
@@ -29,6 +30,9 @@ enum Command {
     Compare(compare::Args),
     /// Run scenario files in the packet-level simulator.
     Sim(sim::Args),
+    /// Play a fleet of destinations against per-destination selectors of
+    /// congestion control (bpftune's and Kleinrock's) and score them.
+    Select(select::Args),
     /// Replay a hook trace into an algorithm and report the first row whose
     /// outputs differ. Exit status 0 only when no row diverges.
     Replay(replay::Args),
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => replay::run(a),
         Command::Sim(a) => sim::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Select(a) => select::run(a),
         Command::Algorithms => {
             algorithms::print();
             Ok(ExitCode::SUCCESS)

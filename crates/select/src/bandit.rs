@@ -1,7 +1,10 @@
 //! Kleinrock's selector: a discounted UCB bandit per peer.
 //!
-//! Each (peer, algorithm) keeps discounted sums of the connections' minimum
-//! RTT and best delivery rate. An algorithm's cost at a peer is bpftune's,
+//! Each (peer, algorithm) keeps discounted sums of the connections' RTT (the
+//! mean smoothed RTT they saw, which shows the queue they built; their
+//! minimum RTT when that is all a sample has) and delivery rate (what they
+//! delivered over their age; their best rate sample if that is all there
+//! is). An algorithm's cost at a peer is bpftune's,
 //! computed from those means when a choice is made: how far its RTT lies
 //! above the best algorithm's, plus how far its rate falls short of the
 //! best, as fractions. The choice minimises cost minus an exploration bonus
@@ -60,6 +63,13 @@ pub struct Config {
     pub prefix_weight: f64,
     /// Connections to a peer before an unavailable algorithm is tried again.
     pub retry_unavailable: u64,
+    /// A closing connection surprises when its rate or RTT differs from its
+    /// algorithm's mean at the peer by more than this fraction, or its
+    /// retransmitted share by more than half and `change_loss` (absolute).
+    pub change_ratio: f64,
+    pub change_loss: f64,
+    /// Consecutive surprises that mean the path changed.
+    pub change_after: u32,
 }
 
 impl Default for Config {
@@ -67,12 +77,15 @@ impl Default for Config {
         Config {
             candidates: DEFAULT_CANDIDATES.iter().map(|s| s.to_string()).collect(),
             capacity: 65_536,
-            gamma: 0.9,
-            explore: 0.2,
+            gamma: 0.99,
+            explore: 0.02,
             prefix_v4: 24,
             prefix_v6: 48,
             prefix_weight: 2.0,
             retry_unavailable: 50,
+            change_ratio: 0.3,
+            change_loss: 0.01,
+            change_after: 2,
         }
     }
 }
@@ -82,9 +95,11 @@ impl Default for Config {
 pub struct Arm {
     /// Discounted number of connections.
     pub n: f64,
-    /// Discounted sums of their minimum RTT (µs) and best rate (bytes/s).
+    /// Discounted sums of their RTT (µs), delivery rate (bytes/s) and
+    /// share of segments retransmitted.
     pub rtt_sum: f64,
     pub rate_sum: f64,
+    pub loss_sum: f64,
     /// Could not be set until this connection count of the key.
     pub unavailable_until: u64,
 }
@@ -95,27 +110,79 @@ pub struct Entry {
     pub arms: Vec<Arm>,
     /// Connections closed.
     pub conns: u64,
+    /// Consecutive connections that surprised (see [`Config::change_ratio`]).
+    pub surprises: u32,
+    /// Times the path was found changed and the evidence dropped; a peer
+    /// that has changed no longer borrows from its prefix.
+    pub resets: u32,
 }
+
+/// What one closed connection showed: RTT (µs), rate (bytes/s) and the
+/// share of its segments retransmitted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seen {
+    pub rtt_us: f64,
+    pub rate: f64,
+    pub loss: f64,
+}
+
+/// Evidence weight an arm needs before a deviation from it is a surprise.
+const SURPRISE_MIN_WEIGHT: f64 = 2.0;
 
 impl Entry {
     pub fn new(arms: usize) -> Entry {
         Entry {
             arms: vec![Arm::default(); arms],
             conns: 0,
+            surprises: 0,
+            resets: 0,
         }
     }
 
-    fn learn(&mut self, alg: usize, rtt_us: f64, rate: f64, gamma: f64) {
+    fn learn(&mut self, alg: usize, seen: Seen, gamma: f64) {
         for a in &mut self.arms {
             a.n *= gamma;
             a.rtt_sum *= gamma;
             a.rate_sum *= gamma;
+            a.loss_sum *= gamma;
         }
         let a = &mut self.arms[alg];
         a.n += 1.0;
-        a.rtt_sum += rtt_us;
-        a.rate_sum += rate;
+        a.rtt_sum += seen.rtt_us;
+        a.rate_sum += seen.rate;
+        a.loss_sum += seen.loss;
         self.conns += 1;
+    }
+
+    /// Whether `seen` is far from what `alg` has shown here before.
+    fn surprising(&self, alg: usize, seen: Seen, cfg: &Config) -> bool {
+        let a = &self.arms[alg];
+        if a.n < SURPRISE_MIN_WEIGHT {
+            return false;
+        }
+        let off = |x: f64, mean: f64| mean > 0.0 && (x - mean).abs() > cfg.change_ratio * mean;
+        let loss = a.loss_sum / a.n;
+        let loss_off = (seen.loss - loss).abs() > cfg.change_loss.max(0.5 * seen.loss.max(loss));
+        off(seen.rtt_us, a.rtt_sum / a.n) || off(seen.rate, a.rate_sum / a.n) || loss_off
+    }
+
+    /// The path changed: forget everything but `seen`.
+    fn reset(&mut self, alg: usize, seen: Seen) {
+        let k = self.arms.len();
+        let unavailable: Vec<u64> = self.arms.iter().map(|a| a.unavailable_until).collect();
+        self.arms = vec![Arm::default(); k];
+        for (a, u) in self.arms.iter_mut().zip(unavailable) {
+            a.unavailable_until = u;
+        }
+        self.arms[alg] = Arm {
+            n: 1.0,
+            rtt_sum: seen.rtt_us,
+            rate_sum: seen.rate,
+            loss_sum: seen.loss,
+            unavailable_until: self.arms[alg].unavailable_until,
+        };
+        self.surprises = 0;
+        self.resets += 1;
     }
 
     /// Each arm's (cost, weight), `None` without evidence: cost relative to
@@ -145,6 +212,42 @@ impl Entry {
                 })
             })
             .collect()
+    }
+}
+
+/// The RTT a sample stands for: the smoothed RTT the connection saw, or
+/// its minimum if that is all there is.
+fn rtt_of(s: &Sample) -> f64 {
+    if s.srtt_us > 0 {
+        s.srtt_us as f64
+    } else {
+        s.min_rtt_us as f64
+    }
+}
+
+/// The share of segments a sample's connection retransmitted.
+fn loss_of(s: &Sample) -> f64 {
+    if s.segs_out > 0 {
+        s.total_retrans as f64 / s.segs_out as f64
+    } else {
+        0.0
+    }
+}
+
+fn seen(s: &Sample) -> Seen {
+    Seen {
+        rtt_us: rtt_of(s),
+        rate: rate_of(s),
+        loss: loss_of(s),
+    }
+}
+
+/// The delivery rate a sample stands for, bytes/s.
+fn rate_of(s: &Sample) -> f64 {
+    if s.mean_rate_bps > 0 {
+        s.mean_rate_bps as f64
+    } else {
+        s.max_rate_bps as f64
     }
 }
 
@@ -226,12 +329,19 @@ impl Bandit {
             if let Some(s) = o.latest {
                 let a = &mut own.arms[o.alg];
                 a.n += 1.0;
-                a.rtt_sum += s.min_rtt_us as f64;
-                a.rate_sum += s.max_rate_bps as f64;
+                a.rtt_sum += rtt_of(&s);
+                a.rate_sum += rate_of(&s);
+                a.loss_sum += loss_of(&s);
             }
         }
+        let changed = own.resets > 0;
         let own = own.costs();
-        let pre = self.prefixes.peek(self.prefix(peer)).map(|e| e.costs());
+        // A peer whose path changed has left its neighbours' evidence behind.
+        let pre = if changed {
+            None
+        } else {
+            self.prefixes.peek(self.prefix(peer)).map(|e| e.costs())
+        };
         (0..k)
             .map(|i| {
                 let mine = own[i];
@@ -333,18 +443,33 @@ impl Bandit {
         let Some(o) = self.open.remove(&conn) else {
             return;
         };
-        if s.min_rtt_us == 0 {
+        if s.min_rtt_us == 0 && s.srtt_us == 0 {
             return; // no RTT measured: nothing to learn
         }
-        let (rtt, rate) = (s.min_rtt_us as f64, s.max_rate_bps as f64);
+        let seen = seen(s);
         let (k, gamma) = (self.cfg.candidates.len(), self.cfg.gamma);
+        let cfg = &self.cfg;
         let e = self.peers.get_or_insert_with(o.peer, || Entry::new(k));
-        e.learn(o.alg, rtt, rate, gamma);
+        if e.surprising(o.alg, seen, cfg) {
+            e.surprises += 1;
+        } else {
+            e.surprises = 0;
+        }
+        if e.surprises >= cfg.change_after {
+            // The path changed (monitored bandits: Cao et al., "Nearly
+            // Optimal Adaptive Procedure with Change Detection for
+            // Piecewise-Stationary Bandit", AISTATS 2019): what the other
+            // algorithms showed no longer holds, so they are tried afresh.
+            e.conns += 1;
+            e.reset(o.alg, seen);
+        } else {
+            e.learn(o.alg, seen, gamma);
+        }
         let costs = e.costs();
         let prefix = self.prefix(o.peer);
         self.prefixes
             .get_or_insert_with(prefix, || Entry::new(k))
-            .learn(o.alg, rtt, rate, gamma);
+            .learn(o.alg, seen, gamma);
         // The stranger's exploration order: average cost per algorithm.
         for (g, c) in self.global.iter_mut().zip(costs) {
             if let Some((c, _)) = c {
@@ -352,6 +477,42 @@ impl Bandit {
                 g.0 += (c - g.0) / g.1.min(1000.0);
             }
         }
+    }
+
+    /// Per peer (in address order) and algorithm with evidence: its cost,
+    /// its (discounted) connections, and the RTT and rate it showed.
+    pub fn status(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:>16} {:>24} {:>8} {:>8} {:>10} {:>12}",
+            "IPAddress", "CongAlg", "Cost", "Weight", "RTT (us)", "Rate (B/s)"
+        );
+        let mut peers: Vec<(Peer, &Entry)> = self.peers.iter().collect();
+        peers.sort_by_key(|p| p.0);
+        for (p, e) in peers {
+            for ((i, a), c) in e.arms.iter().enumerate().zip(e.costs()) {
+                if let Some((cost, n)) = c {
+                    let _ = writeln!(
+                        s,
+                        "{:>16} {:>24} {:>8.3} {:>8.2} {:>10.0} {:>12.0}",
+                        crate::addr(p).to_string(),
+                        self.cfg.candidates[i],
+                        cost,
+                        n,
+                        a.rtt_sum / a.n,
+                        a.rate_sum / a.n
+                    );
+                }
+            }
+        }
+        s
+    }
+
+    /// Path changes detected, over the peers remembered.
+    pub fn resets(&self) -> u64 {
+        self.peers.iter().map(|(_, e)| e.resets as u64).sum()
     }
 
     /// The learned tables, for saving: (peers, prefixes, global).
@@ -404,15 +565,20 @@ mod tests {
     #[test]
     fn costs_are_fractions_from_the_best_arm() {
         let mut e = Entry::new(3);
-        e.learn(0, 1000.0, 100.0, 1.0);
-        e.learn(1, 1500.0, 50.0, 1.0);
+        let seen = |rtt_us, rate| Seen {
+            rtt_us,
+            rate,
+            loss: 0.0,
+        };
+        e.learn(0, seen(1000.0, 100.0), 1.0);
+        e.learn(1, seen(1500.0, 50.0), 1.0);
         let c = e.costs();
         assert_eq!(c[0], Some((0.0, 1.0)));
         assert_eq!(c[1], Some((0.5 + 0.5, 1.0)));
         assert_eq!(c[2], None);
         // Discounting: after learning arm 0 again with gamma 0.5, arm 1's
         // weight halves.
-        e.learn(0, 1000.0, 100.0, 0.5);
+        e.learn(0, seen(1000.0, 100.0), 0.5);
         assert_eq!(e.costs()[1].unwrap().1, 0.5);
         assert_eq!(e.conns, 3);
     }
@@ -451,6 +617,79 @@ mod tests {
             picks[20..].iter().filter(|&&a| a == 1).count() >= 18,
             "{picks:?}"
         );
+    }
+
+    fn lossy(rtt: u32, rate: u64, loss_per_mille: u32) -> Sample {
+        Sample {
+            min_rtt_us: rtt,
+            max_rate_bps: rate,
+            segs_out: 1000,
+            total_retrans: loss_per_mille,
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn a_change_seen_only_in_retransmissions_is_detected() {
+        // 5% loss: bbr is far ahead. Then the loss goes away: bbr's own
+        // rate and RTT hardly move, but cubic is now the better one, which
+        // only trying cubic again can show.
+        let mut b = Bandit::new(cfg(&["cubic", "bbr"]));
+        let run = |b: &mut Bandit, truth: [(u32, u64, u32); 2], n: usize| -> Vec<usize> {
+            (0..n)
+                .map(|_| {
+                    let (c, alg) = b.choose(11);
+                    let (rtt, rate, loss) = truth[alg];
+                    b.close(c, &lossy(rtt, rate, loss));
+                    alg
+                })
+                .collect()
+        };
+        let before = run(&mut b, [(30_000, 2, 50), (41_000, 40, 50)], 40);
+        assert!(before[5..].iter().all(|&a| a == 1), "{before:?}");
+        assert_eq!(b.resets(), 0);
+        let after = run(&mut b, [(31_000, 45, 2), (43_000, 46, 5)], 40);
+        assert_eq!(b.resets(), 1, "{after:?}");
+        let first = after
+            .iter()
+            .position(|&a| a == 0)
+            .expect("cubic tried again");
+        assert!(first <= 3, "{after:?}");
+        assert!(
+            after[first..].iter().filter(|&&a| a == 0).count() >= 30,
+            "{after:?}"
+        );
+    }
+
+    #[test]
+    fn noise_within_the_margin_is_not_a_change() {
+        let mut b = Bandit::new(cfg(&["cubic", "bbr", "reno"]));
+        let mut rng = kleinrock_rng(3);
+        for _ in 0..2000 {
+            let (c, alg) = b.choose(12);
+            // Each within +-25% of its mean, loss 1-2%.
+            let jitter = |r: &mut u64| 0.75 + 0.5 * next_unit(r);
+            let base = [(20_000.0, 50.0), (25_000.0, 60.0), (22_000.0, 30.0)][alg];
+            let rtt = (base.0 * jitter(&mut rng)) as u32;
+            let rate = (base.1 * 1e6 * jitter(&mut rng)) as u64;
+            let loss = 10 + (10.0 * next_unit(&mut rng)) as u32;
+            b.close(c, &lossy(rtt, rate, loss));
+        }
+        assert_eq!(b.resets(), 0);
+    }
+
+    fn kleinrock_rng(seed: u64) -> u64 {
+        seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    /// SplitMix64 to a uniform in [0, 1).
+    fn next_unit(state: &mut u64) -> f64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
     }
 
     #[test]

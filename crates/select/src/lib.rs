@@ -59,6 +59,12 @@ pub struct Sample {
     pub mss: u32,
     /// The largest delivery rate the connection has shown, bytes/s.
     pub max_rate_bps: u64,
+    /// What it has delivered so far over how long it has run, bytes/s
+    /// (`tcpi_bytes_acked` over the connection's age).
+    pub mean_rate_bps: u64,
+    /// The RTT the connection has been seeing (the mean of its smoothed
+    /// RTT), µs: the queueing it causes, which `min_rtt_us` does not show.
+    pub srtt_us: u32,
     /// Segments sent and retransmitted (`tp->segs_out`, `tp->total_retrans`).
     pub segs_out: u32,
     pub total_retrans: u32,

@@ -4,13 +4,15 @@
 //! ```text
 //! kleinrock-select 1
 //! candidates cubic,bbr,...
-//! peer ADDR CONNS n:rtt_sum:rate_sum:unavailable_until ...   (one per arm)
-//! prefix ADDR CONNS n:rtt_sum:rate_sum:unavailable_until ...
+//! peer ADDR CONNS SURPRISES RESETS n:rtt_sum:rate_sum:loss_sum:unavailable_until ...
+//! prefix ADDR CONNS SURPRISES RESETS n:rtt_sum:rate_sum:loss_sum:unavailable_until ...
 //! global cost:weight ...
 //! end LINES FNV64
 //! ```
 //!
-//! Peers and prefixes are listed most recently used first; `LINES` counts
+//! with one `n:...` field per candidate, in the candidates' order. Numbers
+//! are written as Rust prints them (shortest round-trip), so a table loads
+//! back bit for bit. Peers and prefixes are listed most recently used first; `LINES` counts
 //! the lines before `end`, and `FNV64` is the FNV-1a hash (hex) of every
 //! byte before the `end` line. Saving writes a temporary file beside the
 //! target, syncs it, renames it over the target and syncs the directory,
@@ -39,12 +41,19 @@ fn fnv64(bytes: &[u8]) -> u64 {
 }
 
 fn entry_line(kind: &str, p: Peer, e: &Entry, out: &mut String) {
-    let _ = write!(out, "{kind} {} {}", addr(p), e.conns);
+    let _ = write!(
+        out,
+        "{kind} {} {} {} {}",
+        addr(p),
+        e.conns,
+        e.surprises,
+        e.resets
+    );
     for a in &e.arms {
         let _ = write!(
             out,
-            " {}:{}:{}:{}",
-            a.n, a.rtt_sum, a.rate_sum, a.unavailable_until
+            " {}:{}:{}:{}:{}",
+            a.n, a.rtt_sum, a.rate_sum, a.loss_sum, a.unavailable_until
         );
     }
     out.push('\n');
@@ -92,16 +101,20 @@ fn parse_entry(fields: &[&str], arms: usize) -> Result<(Peer, Entry), LoadError>
         .first()
         .and_then(|f| f.parse().ok())
         .ok_or_else(|| bad("an address does not parse"))?;
-    let conns: u64 = fields
-        .get(1)
-        .and_then(|f| f.parse().ok())
-        .ok_or_else(|| bad("a connection count does not parse"))?;
-    if fields.len() != 2 + arms {
+    let count = |i: usize| -> Result<u64, LoadError> {
+        fields
+            .get(i)
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(|| bad("a connection count does not parse"))
+    };
+    let mut e = Entry::new(arms);
+    e.conns = count(1)?;
+    e.surprises = count(2)?.min(u32::MAX as u64) as u32;
+    e.resets = count(3)?.min(u32::MAX as u64) as u32;
+    if fields.len() != 4 + arms {
         return Err(bad("a record has the wrong number of algorithms"));
     }
-    let mut e = Entry::new(arms);
-    e.conns = conns;
-    for (arm, f) in e.arms.iter_mut().zip(&fields[2..]) {
+    for (arm, f) in e.arms.iter_mut().zip(&fields[4..]) {
         let v: Vec<&str> = f.split(':').collect();
         let num = |i: usize| -> Result<f64, LoadError> {
             v.get(i)
@@ -113,12 +126,13 @@ fn parse_entry(fields: &[&str], arms: usize) -> Result<(Peer, Entry), LoadError>
             n: num(0)?,
             rtt_sum: num(1)?,
             rate_sum: num(2)?,
+            loss_sum: num(3)?,
             unavailable_until: v
-                .get(3)
+                .get(4)
                 .and_then(|x| x.parse().ok())
                 .ok_or_else(|| bad("a statistic does not parse"))?,
         };
-        if v.len() != 4 {
+        if v.len() != 5 {
             return Err(bad("a statistic does not parse"));
         }
     }
@@ -276,7 +290,16 @@ mod tests {
             let e = from_text(&mut fresh, &text[..cut]).unwrap_err().0;
             assert!(e.contains("truncated"), "{cut}: {e}");
         }
-        let flipped = text.replacen("1000", "1001", 1);
+        // One digit of the first peer's statistics changed.
+        let at = text.find("\npeer ").unwrap() + 20;
+        let digit = text[at..]
+            .find(|c: char| c.is_ascii_digit() && c != '9')
+            .unwrap()
+            + at;
+        let mut flipped = text.clone().into_bytes();
+        flipped[digit] += 1;
+        let flipped = String::from_utf8(flipped).unwrap();
+        assert_ne!(flipped, text);
         assert!(from_text(&mut fresh, &flipped)
             .unwrap_err()
             .0

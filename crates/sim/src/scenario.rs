@@ -549,6 +549,25 @@ pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, Scena
     .map(|(c, _)| c)
 }
 
+/// Parses scenario text that a program wrote (a workload's path, a
+/// comparison's override): errors name `label` and no line, which would
+/// mean nothing to the person who wrote the original.
+pub fn parse_generated(
+    text: &str,
+    label: &str,
+    dir: Option<&Path>,
+) -> Result<Config, ScenarioError> {
+    parse_file(
+        &Ctx {
+            file: label,
+            text,
+            lines: false,
+        },
+        dir,
+    )
+    .map(|(c, _)| c)
+}
+
 fn parse_file(cx: &Ctx, dir: Option<&Path>) -> Result<(Config, File), ScenarioError> {
     let (file, text) = (cx.file, cx.text);
     let f: File = toml::from_str(text).map_err(|e| {

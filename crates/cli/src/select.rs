@@ -1,0 +1,278 @@
+//! `kleinrock select WORKLOAD.toml`: play a fleet of destinations against
+//! bpftune's selector and Kleinrock's, and score both against the oracle.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use kleinrock_fleet::replay::expectations;
+use kleinrock_fleet::{run_policy, Outcomes, Policy, Report, Workload};
+use kleinrock_select::bpftune::CONGS;
+
+use crate::Failure;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The workload file (TOML, see docs/SELECTOR.md).
+    workload: PathBuf,
+    /// Policies to play, comma-separated: bpftune, kleinrock.
+    #[arg(long, value_delimiter = ',', default_value = "bpftune,kleinrock")]
+    policy: Vec<String>,
+    /// Write connections.csv and summary.json per policy here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Simulations in parallel (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    jobs: Option<u32>,
+    /// Print each policy's own table even for many destinations.
+    #[arg(long)]
+    status: bool,
+    /// Print what the oracle knows: every algorithm's expected goodput,
+    /// RTT and cost on every network.
+    #[arg(long)]
+    oracle: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn oracle_table(w: &Workload, o: &Outcomes) -> String {
+    let exp = expectations(w, o);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<28} {:>6} {:<24} {:>11} {:>9} {:>7}",
+        "path", "phase", "algorithm", "goodput", "RTT", "cost"
+    );
+    for (n, &(pi, changed)) in o.networks.iter().enumerate() {
+        let e = &exp[n];
+        let mut order: Vec<usize> = (0..o.algorithms.len()).collect();
+        order.sort_by(|&a, &b| e.cost[a].total_cmp(&e.cost[b]));
+        for a in order {
+            let mark = if a == e.oracle {
+                " oracle"
+            } else if e.best[a] {
+                " best"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                s,
+                "{:<28} {:>6} {:<24} {:>6.1} Mb/s {:>6.1} ms {:>7.3}{}",
+                w.paths[pi].name,
+                if changed { "after" } else { "before" },
+                o.algorithms[a],
+                e.goodput_bps[a] / 1e6,
+                e.rtt_ms[a],
+                e.cost[a],
+                mark
+            );
+        }
+    }
+    s
+}
+
+fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
+    let exp = expectations(w, o);
+    let cubic = o.algorithm_index("cubic").expect("cubic simulated");
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<28} {:>5} {:>8} {:<22} {:>11} {:>11} {:>7} {:>11}",
+        "path", "dests", "phase", "oracle", "goodput", "cubic alone", "best", "converged"
+    );
+    for (pi, p) in w.paths.iter().enumerate() {
+        for changed in [false, true] {
+            let phases: Vec<_> = r
+                .phases
+                .iter()
+                .filter(|x| {
+                    x.path == p.name && x.changed == changed && w.destinations()[x.dest].0 == pi
+                })
+                .collect();
+            if phases.is_empty() {
+                continue;
+            }
+            let net = o.network_index(pi, changed);
+            let conns: Vec<_> = r.played.iter().filter(|x| x.network == net).collect();
+            let goodput =
+                conns.iter().map(|x| x.goodput_bps).sum::<f64>() / conns.len().max(1) as f64;
+            let share = phases.iter().map(|x| x.share_best).sum::<f64>() / phases.len() as f64;
+            let mut conv: Vec<u32> = phases
+                .iter()
+                .map(|x| x.convergence.unwrap_or(x.connections))
+                .collect();
+            conv.sort();
+            let _ = writeln!(
+                s,
+                "{:<28} {:>5} {:>8} {:<22} {:>6.1} Mb/s {:>6.1} Mb/s {:>6.0}% {:>5} / {:<4}",
+                p.name,
+                phases.len(),
+                if changed { "after" } else { "before" },
+                o.algorithms[exp[net].oracle],
+                goodput / 1e6,
+                exp[net].goodput_bps[cubic] / 1e6,
+                share * 100.0,
+                conv[conv.len() / 2],
+                conv[conv.len() - 1]
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "regret against the oracle: {:.2} GB of goodput, {:.0} ms of RTT over {} connections, cost {:.1}",
+        r.regret_bytes / 1e9,
+        r.regret_rtt_ms,
+        r.played.len(),
+        r.regret_cost
+    );
+    if r.policy == "kleinrock" {
+        let _ = writeln!(s, "path changes detected: {}", r.changes_detected);
+    }
+    s
+}
+
+pub fn run(a: Args) -> Result<ExitCode, Failure> {
+    let w = Workload::load(&a.workload)?;
+    for p in &a.policy {
+        if p != "bpftune" && p != "kleinrock" {
+            return Err(Failure(format!(
+                "unknown policy `{p}`; valid policies are bpftune and kleinrock"
+            )));
+        }
+    }
+    if let Some(out) = &a.out {
+        std::fs::create_dir_all(out).map_err(|e| {
+            Failure(format!(
+                "cannot write to {}: {e}; choose another --out directory",
+                out.display()
+            ))
+        })?;
+    }
+    // Every algorithm either policy may run, cubic first.
+    let mut algorithms: Vec<String> = vec!["cubic".into()];
+    for spec in CONGS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(w.candidates.iter().cloned())
+    {
+        if !algorithms.contains(&spec) {
+            algorithms.push(spec);
+        }
+    }
+    let threads = a
+        .jobs
+        .map(|j| j as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let start = Instant::now();
+    let quiet = a.quiet;
+    let progress = move |f: f64| {
+        if quiet || start.elapsed().as_secs_f64() < 1.0 {
+            return;
+        }
+        let mut e = std::io::stderr().lock();
+        let _ = write!(
+            e,
+            "\rsimulating outcomes: {:>3.0}%  {:.1} s",
+            f * 100.0,
+            start.elapsed().as_secs_f64()
+        );
+        let _ = e.flush();
+    };
+    let o = Outcomes::simulate(&w, &algorithms, threads, &progress);
+    if !quiet && start.elapsed().as_secs_f64() >= 1.0 {
+        eprintln!();
+    }
+    let dests = w.destinations().len();
+    println!(
+        "{}: {} destinations over {} path types, {} connections each; {} algorithms x {} outcomes per network",
+        w.name,
+        dests,
+        w.paths.len(),
+        w.connections,
+        algorithms.len(),
+        w.outcome_seeds
+    );
+    if a.oracle {
+        println!();
+        print!("{}", oracle_table(&w, &o));
+    }
+    let mut reports = Vec::new();
+    for name in &a.policy {
+        let policy = if name == "bpftune" {
+            Policy::bpftune(w.seed)
+        } else {
+            Policy::kleinrock(&w.candidates)
+        };
+        let r = run_policy(&w, &o, policy);
+        println!("\n== {name}");
+        if dests <= 4 || a.status {
+            print!("{}", r.status);
+            println!();
+        }
+        print!("{}", table(&w, &o, &r));
+        if let Some(out) = &a.out {
+            write_report(out, &w, &o, &r).map_err(|e| {
+                Failure(format!(
+                    "cannot write to {}: {e}; choose another --out directory",
+                    out.display()
+                ))
+            })?;
+        }
+        reports.push(r);
+    }
+    if let [b, k] = &reports[..] {
+        if b.policy == "bpftune" && b.regret_cost > 0.0 {
+            println!(
+                "\nkleinrock's regret is {:.0}% of bpftune's (cost); goodput regret {:.2} GB against {:.2} GB",
+                100.0 * k.regret_cost / b.regret_cost,
+                k.regret_bytes / 1e9,
+                b.regret_bytes / 1e9
+            );
+        }
+    }
+    if let Some(out) = &a.out {
+        println!("results: {}", out.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_report(
+    dir: &std::path::Path,
+    w: &Workload,
+    o: &Outcomes,
+    r: &Report,
+) -> std::io::Result<()> {
+    let dests = w.destinations();
+    let mut f = std::io::BufWriter::new(std::fs::File::create(
+        dir.join(format!("{}-connections.csv", r.policy)),
+    )?);
+    writeln!(
+        f,
+        "destination,address,path,connection,changed,algorithm,goodput_bps,rtt_ms"
+    )?;
+    for p in &r.played {
+        writeln!(
+            f,
+            "{},{},{},{},{},{},{:.0},{:.3}",
+            p.dest,
+            dests[p.dest].1,
+            w.paths[dests[p.dest].0].name,
+            p.index,
+            p.changed,
+            o.algorithms[p.alg],
+            p.goodput_bps,
+            p.rtt_ms
+        )?;
+    }
+    f.flush()?;
+    let mut s = std::io::BufWriter::new(std::fs::File::create(
+        dir.join(format!("{}-summary.txt", r.policy)),
+    )?);
+    s.write_all(r.status.as_bytes())?;
+    s.write_all(b"\n")?;
+    s.write_all(table(w, o, r).as_bytes())?;
+    s.flush()
+}

@@ -1,0 +1,457 @@
+//! Playing a workload's connections, in time order, against a policy, and
+//! scoring its choices.
+//!
+//! Each destination's connections arrive at exponentially distributed gaps
+//! (mean `gap`) and last `duration`; connections to one destination may
+//! overlap. At a connection's start the policy chooses; if the host cannot
+//! set that algorithm there, the connection runs the system default
+//! (cubic). While it runs the policy sees its samples, and at its end the
+//! final one. bpftune's retransmission rule is checked at each sample of a
+//! connection it did not choose for (a host it knows too little about, as
+//! the seed's document has it); when it fires the connection counts as a
+//! BBR connection from its start (its samples and outcome are BBR's), a
+//! simplification: where it fires, it does so within a sample or two.
+//!
+//! Scoring is against expected outcomes, the mean over the simulated seeds
+//! of each algorithm on each network: an algorithm's cost there is the
+//! policies' own objective (RTT above the best algorithm's, plus goodput
+//! short of the best's, as fractions); the oracle is the cheapest
+//! algorithm the host can set on that path; the algorithms within 0.05 of
+//! its cost count as "best". Regret sums, over connections, what the
+//! chosen algorithm's expectation lacks against the oracle's.
+
+use std::collections::BinaryHeap;
+use std::net::IpAddr;
+
+use kleinrock_cc::rand::SplitMix64;
+use kleinrock_select::bandit::{Bandit, Config as BanditConfig};
+use kleinrock_select::bpftune::{Bpftune, BBR, CONGS};
+use kleinrock_select::{peer, Sample};
+use kleinrock_sim::time::SEC;
+
+use crate::outcomes::Outcomes;
+use crate::workload::Workload;
+
+/// A policy under test.
+pub enum Policy {
+    Bpftune(Bpftune),
+    Kleinrock(Box<Bandit>),
+}
+
+impl Policy {
+    pub fn bpftune(seed: u64) -> Policy {
+        Policy::Bpftune(Bpftune::new(seed))
+    }
+
+    pub fn kleinrock(candidates: &[String]) -> Policy {
+        Policy::Kleinrock(Box::new(Bandit::new(BanditConfig {
+            candidates: candidates.to_vec(),
+            ..BanditConfig::default()
+        })))
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Policy::Bpftune(_) => "bpftune",
+            Policy::Kleinrock(_) => "kleinrock",
+        }
+    }
+
+    /// The algorithms this policy can choose.
+    pub fn candidates(&self) -> Vec<String> {
+        match self {
+            Policy::Bpftune(_) => CONGS.iter().map(|s| s.to_string()).collect(),
+            Policy::Kleinrock(b) => b.cfg.candidates.clone(),
+        }
+    }
+
+    /// Path changes the policy detected (Kleinrock's only).
+    pub fn changes_detected(&self) -> u64 {
+        match self {
+            Policy::Bpftune(_) => 0,
+            Policy::Kleinrock(b) => b.resets(),
+        }
+    }
+
+    /// The policy's own table, as it would print it.
+    pub fn status(&self) -> String {
+        match self {
+            Policy::Bpftune(b) => b.status(),
+            Policy::Kleinrock(b) => b.status(),
+        }
+    }
+}
+
+/// What the oracle knows about one network: each algorithm's expected
+/// goodput, RTT and cost, and the best.
+#[derive(Clone, Debug)]
+pub struct Expectation {
+    pub goodput_bps: Vec<f64>,
+    pub rtt_ms: Vec<f64>,
+    pub cost: Vec<f64>,
+    pub oracle: usize,
+    pub best: Vec<bool>,
+}
+
+/// Within this much cost of the oracle, an algorithm counts as best.
+pub const BEST_MARGIN: f64 = 0.05;
+/// The share of best choices that marks convergence.
+pub const CONVERGED_SHARE: f64 = 0.8;
+
+/// The expectations of every network, the oracle knowing which algorithms
+/// each path cannot set.
+pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
+    let seeds = o.seeds().max(1);
+    o.networks
+        .iter()
+        .enumerate()
+        .map(|(n, &(path, _))| {
+            let k = o.algorithms.len();
+            let mean = |f: &dyn Fn(usize, u32) -> f64, a: usize| {
+                (0..seeds).map(|s| f(a, s)).sum::<f64>() / seeds as f64
+            };
+            let goodput: Vec<f64> = (0..k)
+                .map(|a| mean(&|a, s| o.get(n, a, s).goodput_bps, a))
+                .collect();
+            let rtt: Vec<f64> = (0..k)
+                .map(|a| mean(&|a, s| o.get(n, a, s).rtt_ms, a))
+                .collect();
+            let settable: Vec<bool> = o
+                .algorithms
+                .iter()
+                .map(|a| !w.paths[path].unavailable.contains(a))
+                .collect();
+            let g_best = goodput.iter().copied().fold(0.0, f64::max);
+            let r_best = rtt
+                .iter()
+                .copied()
+                .filter(|r| *r > 0.0)
+                .fold(f64::MAX, f64::min);
+            let cost: Vec<f64> = (0..k)
+                .map(|a| {
+                    let mut c = 0.0;
+                    if r_best > 0.0 && r_best < f64::MAX {
+                        c += (rtt[a] - r_best) / r_best;
+                    }
+                    if g_best > 0.0 {
+                        c += (g_best - goodput[a]) / g_best;
+                    }
+                    c
+                })
+                .collect();
+            let oracle = (0..k)
+                .filter(|&a| settable[a])
+                .min_by(|&a, &b| cost[a].total_cmp(&cost[b]))
+                .unwrap_or(0);
+            let best = (0..k)
+                .map(|a| settable[a] && cost[a] <= cost[oracle] + BEST_MARGIN)
+                .collect();
+            Expectation {
+                goodput_bps: goodput,
+                rtt_ms: rtt,
+                cost,
+                oracle,
+                best,
+            }
+        })
+        .collect()
+}
+
+/// One connection as played.
+#[derive(Clone, Debug)]
+pub struct Played {
+    pub dest: usize,
+    /// Its number among its destination's connections.
+    pub index: u32,
+    /// After the path changed?
+    pub changed: bool,
+    pub network: usize,
+    /// The algorithm that ran (an index into the outcomes' algorithms).
+    pub alg: usize,
+    pub goodput_bps: f64,
+    pub rtt_ms: f64,
+}
+
+/// Per destination and phase (before or after a change).
+#[derive(Clone, Debug)]
+pub struct Phase {
+    pub dest: usize,
+    pub address: IpAddr,
+    pub path: String,
+    pub changed: bool,
+    pub connections: u32,
+    /// Connections until the share of best choices from there on reaches
+    /// 80%, or `None` if it never does.
+    pub convergence: Option<u32>,
+    /// The share of best choices after convergence (0 without).
+    pub share_best: f64,
+    pub oracle: String,
+}
+
+/// A policy's result on a workload.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub policy: String,
+    pub played: Vec<Played>,
+    pub phases: Vec<Phase>,
+    /// Sums over connections of the expected shortfall against the oracle:
+    /// payload bytes, RTT (ms, per connection), and cost.
+    pub regret_bytes: f64,
+    pub regret_rtt_ms: f64,
+    pub regret_cost: f64,
+    pub status: String,
+    /// Path changes the policy detected (and so relearned).
+    pub changes_detected: u64,
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    End,
+    Sample(u32),
+    Start,
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Ev {
+    /// Negated time (ns) for a min-heap, then order of kinds.
+    at: std::cmp::Reverse<u64>,
+    kind: std::cmp::Reverse<Kind>,
+    conn: std::cmp::Reverse<usize>,
+}
+
+struct Live {
+    dest: usize,
+    index: u32,
+    network: usize,
+    seed: u32,
+    /// The algorithm running (outcomes index).
+    alg: usize,
+    /// bpftune: the algorithm recorded on the socket; Kleinrock: its handle.
+    learned: Option<usize>,
+    handle: u64,
+    switched: bool,
+}
+
+/// Plays the workload's connections against `policy`.
+pub fn run_policy(w: &Workload, o: &Outcomes, mut policy: Policy) -> Report {
+    let dests = w.destinations();
+    let exp = expectations(w, o);
+    let cubic = o.algorithm_index("cubic").expect("cubic simulated");
+    let cands = policy.candidates();
+    let cand_index: Vec<usize> = cands
+        .iter()
+        .map(|c| o.algorithm_index(c).expect("every candidate simulated"))
+        .collect();
+    let kleinrock_cubic = cands.iter().position(|c| c == "cubic").unwrap_or(0);
+    let seeds = o.seeds().max(1);
+    let n_samples = (w.duration / w.sample) as u32;
+
+    // Arrivals.
+    let mut conns: Vec<(u64, usize, u32)> = Vec::new();
+    for (d, _) in dests.iter().enumerate() {
+        let mut rng = SplitMix64::new(w.seed ^ (d as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut t = 0u64;
+        for i in 0..w.connections {
+            let u = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+            t += (-u.ln() * w.gap as f64) as u64;
+            conns.push((t, d, i));
+        }
+    }
+    let mut heap = BinaryHeap::new();
+    for (c, &(t, _, _)) in conns.iter().enumerate() {
+        heap.push(Ev {
+            at: std::cmp::Reverse(t),
+            kind: std::cmp::Reverse(Kind::Start),
+            conn: std::cmp::Reverse(c),
+        });
+    }
+    let mut live: Vec<Option<Live>> = (0..conns.len()).map(|_| None).collect();
+    let mut played = Vec::with_capacity(conns.len());
+    let mut rng = SplitMix64::new(w.seed ^ 0x5eed);
+
+    while let Some(ev) = heap.pop() {
+        let c = ev.conn.0;
+        let t = ev.at.0;
+        match ev.kind.0 {
+            Kind::Start => {
+                let (_, d, i) = conns[c];
+                let (path_i, addr) = dests[d];
+                let path = &w.paths[path_i];
+                let changed = path.after.as_ref().is_some_and(|(after, _)| i >= *after);
+                let network = o.network_index(path_i, changed);
+                let seed = (rng.next_u64() % seeds as u64) as u32;
+                let unavailable = |spec: &str| path.unavailable.iter().any(|u| u == spec);
+                let p = peer(addr);
+                let (alg, learned, handle) = match &mut policy {
+                    Policy::Bpftune(b) => match b.established(p) {
+                        Some(s) if !unavailable(CONGS[s]) => (cand_index[s], Some(s), 0),
+                        _ => (cubic, None, 0),
+                    },
+                    Policy::Kleinrock(b) => {
+                        let (h, idx) = b.choose(p);
+                        if unavailable(&cands[idx]) {
+                            b.set_failed(h, kleinrock_cubic);
+                            (cubic, None, h)
+                        } else {
+                            (cand_index[idx], None, h)
+                        }
+                    }
+                };
+                live[c] = Some(Live {
+                    dest: d,
+                    index: i,
+                    network,
+                    seed,
+                    alg,
+                    learned,
+                    handle,
+                    switched: false,
+                });
+                // Samples strictly before the end, whose sample is the close.
+                for j in (0..n_samples).filter(|j| (*j as u64 + 1) * w.sample < w.duration) {
+                    heap.push(Ev {
+                        at: std::cmp::Reverse(t + (j as u64 + 1) * w.sample),
+                        kind: std::cmp::Reverse(Kind::Sample(j)),
+                        conn: std::cmp::Reverse(c),
+                    });
+                }
+                heap.push(Ev {
+                    at: std::cmp::Reverse(t + w.duration),
+                    kind: std::cmp::Reverse(Kind::End),
+                    conn: std::cmp::Reverse(c),
+                });
+            }
+            Kind::Sample(j) => {
+                let Some(l) = live[c].as_mut() else {
+                    continue;
+                };
+                let path = &w.paths[dests[l.dest].0];
+                let out = o.get(l.network, l.alg, l.seed);
+                let s = out.samples.get(j as usize).map(|s| s.1).unwrap_or_default();
+                match &mut policy {
+                    Policy::Bpftune(b) => {
+                        let at = (j as f64 + 1.0) * w.sample as f64 / SEC as f64;
+                        // As the seed's document describes it, the rule is the
+                        // only selection for hosts bpftune knows too little
+                        // about: connections it chose for are left alone.
+                        // (bpftune since 2025 applies it to every connection.)
+                        if !l.switched
+                            && l.learned.is_none()
+                            && out.retrans_rule_at.is_some_and(|r| r <= at + 1e-9)
+                            && b.retransmit(l.learned, s.segs_out, s.total_retrans)
+                                .is_some()
+                            && !path.unavailable.iter().any(|u| u == "bbr")
+                        {
+                            l.alg = o.algorithm_index("bbr").expect("bbr simulated");
+                            l.learned = Some(BBR);
+                            l.switched = true;
+                        }
+                    }
+                    Policy::Kleinrock(b) => b.sample(l.handle, &s),
+                }
+            }
+            Kind::End => {
+                let l = live[c].take().expect("started");
+                let (_, addr) = dests[l.dest];
+                let out = o.get(l.network, l.alg, l.seed);
+                let last: Sample = out.last();
+                match &mut policy {
+                    Policy::Bpftune(b) => b.close(peer(addr), l.learned, &last),
+                    Policy::Kleinrock(b) => b.close(l.handle, &last),
+                }
+                played.push(Played {
+                    dest: l.dest,
+                    index: l.index,
+                    changed: o.networks[l.network].1,
+                    network: l.network,
+                    alg: l.alg,
+                    goodput_bps: out.goodput_bps,
+                    rtt_ms: out.rtt_ms,
+                });
+            }
+        }
+    }
+    played.sort_by_key(|p| (p.dest, p.index));
+
+    let mut report = Report {
+        policy: policy.name().to_string(),
+        played: Vec::new(),
+        phases: Vec::new(),
+        regret_bytes: 0.0,
+        regret_rtt_ms: 0.0,
+        regret_cost: 0.0,
+        status: policy.status(),
+        changes_detected: policy.changes_detected(),
+    };
+    let dur_s = w.duration as f64 / SEC as f64;
+    for p in &played {
+        let e = &exp[p.network];
+        report.regret_bytes += (e.goodput_bps[e.oracle] - e.goodput_bps[p.alg]) * dur_s / 8.0;
+        report.regret_rtt_ms += e.rtt_ms[p.alg] - e.rtt_ms[e.oracle];
+        report.regret_cost += e.cost[p.alg] - e.cost[e.oracle];
+    }
+    for (d, &(path_i, address)) in dests.iter().enumerate() {
+        for changed in [false, true] {
+            let mine: Vec<&Played> = played
+                .iter()
+                .filter(|p| p.dest == d && p.changed == changed)
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let e = &exp[mine[0].network];
+            let good: Vec<bool> = mine.iter().map(|p| e.best[p.alg]).collect();
+            let convergence = (0..good.len()).find(|&c| {
+                let rest = &good[c..];
+                rest.iter().filter(|&&b| b).count() as f64 >= CONVERGED_SHARE * rest.len() as f64
+            });
+            let share_best = convergence.map_or(0.0, |c| {
+                let rest = &good[c..];
+                rest.iter().filter(|&&b| b).count() as f64 / rest.len() as f64
+            });
+            report.phases.push(Phase {
+                dest: d,
+                address,
+                path: w.paths[path_i].name.clone(),
+                changed,
+                connections: mine.len() as u32,
+                convergence: convergence.map(|c| c as u32),
+                share_best,
+                oracle: o.algorithms[e.oracle].clone(),
+            });
+        }
+    }
+    report.played = played;
+    report
+}
+
+impl Report {
+    /// Median and worst convergence over the phases of `changed`, in
+    /// connections (`None` counts as all of them).
+    pub fn convergence(&self, changed: bool) -> (f64, u32) {
+        let mut v: Vec<u32> = self
+            .phases
+            .iter()
+            .filter(|p| p.changed == changed)
+            .map(|p| p.convergence.unwrap_or(p.connections))
+            .collect();
+        if v.is_empty() {
+            return (0.0, 0);
+        }
+        v.sort();
+        let median = if v.len() % 2 == 1 {
+            v[v.len() / 2] as f64
+        } else {
+            (v[v.len() / 2 - 1] + v[v.len() / 2]) as f64 / 2.0
+        };
+        (median, *v.last().unwrap())
+    }
+
+    /// Mean share of best choices after convergence, over phases.
+    pub fn share_best(&self) -> f64 {
+        if self.phases.is_empty() {
+            return 0.0;
+        }
+        self.phases.iter().map(|p| p.share_best).sum::<f64>() / self.phases.len() as f64
+    }
+}

@@ -1,0 +1,449 @@
+//! Workload files: path types, destinations, connection arrivals.
+//!
+//! ```toml
+//! name = "a mixed fleet"
+//! seed = 1
+//! connections = 60          # per destination
+//! duration = "3s"           # each connection: bulk data for this long
+//! gap = "2s"                # mean time between connection starts (exponential)
+//! sample = "500ms"          # samples during a connection
+//! outcome_seeds = 4         # simulated outcomes per path and algorithm
+//! candidates = ["cubic", "bbr", ...]   # the Kleinrock selector's (default: all)
+//!
+//! [[path]]
+//! name = "lossy LAN"
+//! destinations = 5          # default 1
+//! address = "10.1.0.1"      # the first destination; the others count up
+//! rtt = "1ms"
+//! peer_ecn = true           # default true
+//! unavailable = ["cdg"]     # algorithms the host cannot set there
+//! [path.link]               # a scenario's [link] table
+//! rate = "1Gbit"
+//! loss = "10%"
+//! [path.change]             # optional: the path changes
+//! after = 30                # connections to each destination
+//! [path.change.link]        # keys replaced in [path.link]
+//! loss = "0%"
+//! ```
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use kleinrock_cc::Algorithm;
+use kleinrock_sim::scenario::{parse_duration, parse_generated, ScenarioError};
+use kleinrock_sim::time::Time;
+use kleinrock_sim::Config;
+use serde::Deserialize;
+use toml::Spanned;
+
+type S<T> = Spanned<T>;
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: Option<String>,
+    seed: Option<S<i64>>,
+    connections: S<i64>,
+    duration: S<String>,
+    gap: S<String>,
+    sample: Option<S<String>>,
+    outcome_seeds: Option<S<i64>>,
+    candidates: Option<Vec<S<String>>>,
+    #[serde(default)]
+    path: Vec<PathSection>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct PathSection {
+    name: S<String>,
+    destinations: Option<S<i64>>,
+    address: S<String>,
+    rtt: S<String>,
+    peer_ecn: Option<bool>,
+    #[serde(default)]
+    unavailable: Vec<S<String>>,
+    link: toml::Table,
+    change: Option<ChangeSection>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct ChangeSection {
+    after: S<i64>,
+    link: toml::Table,
+}
+
+/// One network a path type can be in: the simulator's configuration for a
+/// single connection on it (the flow's algorithm set per run).
+#[derive(Clone, Debug)]
+pub struct Network {
+    pub config: Config,
+}
+
+/// A path type and the destinations that take it.
+#[derive(Clone, Debug)]
+pub struct PathType {
+    pub name: String,
+    pub destinations: u32,
+    pub first_address: IpAddr,
+    /// Algorithm specs the host cannot set on connections over it.
+    pub unavailable: Vec<String>,
+    /// The network, and after `change_after` connections the changed one.
+    pub before: Network,
+    pub after: Option<(u32, Network)>,
+}
+
+/// A whole workload.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub name: String,
+    pub seed: u64,
+    pub connections: u32,
+    pub duration: Time,
+    pub gap: Time,
+    pub sample: Time,
+    pub outcome_seeds: u32,
+    /// The Kleinrock selector's candidates (bpftune has its own four).
+    pub candidates: Vec<String>,
+    pub paths: Vec<PathType>,
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err<T>(&self, span: std::ops::Range<usize>, msg: String) -> Result<T, ScenarioError> {
+        let line = self.text[..span.start.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1;
+        Err(ScenarioError(format!("{} line {line}: {msg}", self.file)))
+    }
+
+    fn duration(&self, v: &S<String>, key: &str) -> Result<Time, ScenarioError> {
+        match parse_duration(v.get_ref()) {
+            Some(t) if t > 0 => Ok(t),
+            _ => self.err(
+                v.span(),
+                format!(
+                    "`{key}` = \"{}\" is not a positive duration; write e.g. \"2s\" or \"500ms\"",
+                    v.get_ref()
+                ),
+            ),
+        }
+    }
+
+    fn count(&self, v: &S<i64>, key: &str, lo: i64, hi: i64) -> Result<u32, ScenarioError> {
+        let x = *v.get_ref();
+        if x < lo || x > hi {
+            return self.err(
+                v.span(),
+                format!("`{key}` = {x} is out of range; it must be from {lo} to {hi}"),
+            );
+        }
+        Ok(x as u32)
+    }
+
+    fn spec(&self, v: &S<String>, key: &str) -> Result<String, ScenarioError> {
+        match v.get_ref().parse::<Algorithm>() {
+            Ok(a) => Ok(a.spec()),
+            Err(e) => self.err(v.span(), format!("`{key}`: {e}")),
+        }
+    }
+}
+
+/// What every connection of a workload shares.
+struct Connection<'a> {
+    file: &'a str,
+    dir: Option<&'a Path>,
+    duration: Time,
+    sample: Time,
+}
+
+/// The scenario text of one connection on a path: `link` as given, one
+/// bulk flow at the path's RTT.
+fn network(
+    c: &Connection,
+    path: &str,
+    link: &toml::Table,
+    rtt: &str,
+    peer_ecn: bool,
+) -> Result<Network, ScenarioError> {
+    let (file, dir, duration, sample) = (c.file, c.dir, c.duration, c.sample);
+    let mut doc = toml::Table::new();
+    doc.insert(
+        "duration".into(),
+        toml::Value::String(format!("{}us", duration / 1000)),
+    );
+    doc.insert(
+        "sample_interval".into(),
+        toml::Value::String(format!("{}us", sample / 1000)),
+    );
+    let mut tcp = toml::Table::new();
+    tcp.insert("peer_ecn".into(), toml::Value::Boolean(peer_ecn));
+    doc.insert("tcp".into(), toml::Value::Table(tcp));
+    doc.insert("link".into(), toml::Value::Table(link.clone()));
+    let mut flow = toml::Table::new();
+    flow.insert("cc".into(), toml::Value::String("cubic".into()));
+    flow.insert("rtt".into(), toml::Value::String(rtt.into()));
+    doc.insert(
+        "flow".into(),
+        toml::Value::Array(vec![toml::Value::Table(flow)]),
+    );
+    let text =
+        toml::to_string(&doc).map_err(|e| ScenarioError(format!("{file}: path `{path}`: {e}")))?;
+    let config = parse_generated(&text, &format!("{file} path `{path}`"), dir)?;
+    Ok(Network { config })
+}
+
+impl Workload {
+    pub fn load(path: &Path) -> Result<Workload, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError(format!("cannot read workload {}: {e}", path.display())))?;
+        Workload::parse(&text, &path.display().to_string(), path.parent())
+    }
+
+    pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Workload, ScenarioError> {
+        let cx = Ctx { file, text };
+        let f: File = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |s| {
+                text[..s.start.min(text.len())].matches('\n').count() + 1
+            });
+            let msg = e
+                .message()
+                .replace("unknown field", "unknown key")
+                .replace("missing field", "missing key");
+            ScenarioError(format!("{file} line {line}: {msg}"))
+        })?;
+        let connections = cx.count(&f.connections, "connections", 1, 100_000)?;
+        let duration = cx.duration(&f.duration, "duration")?;
+        let gap = cx.duration(&f.gap, "gap")?;
+        let sample = match &f.sample {
+            Some(s) => cx.duration(s, "sample")?,
+            None => duration / 4,
+        }
+        .min(duration);
+        let outcome_seeds = match &f.outcome_seeds {
+            Some(s) => cx.count(s, "outcome_seeds", 1, 64)?,
+            None => 4,
+        };
+        let seed = match &f.seed {
+            Some(s) => cx.count(s, "seed", 0, u32::MAX as i64)? as u64,
+            None => 1,
+        };
+        let candidates = match &f.candidates {
+            None => kleinrock_select::bandit::DEFAULT_CANDIDATES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            Some(c) => c
+                .iter()
+                .map(|s| cx.spec(s, "candidates"))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        if !candidates.iter().any(|c| c == "cubic") {
+            return Err(ScenarioError(format!(
+                "{file}: `candidates` must include cubic, the system's default when another cannot be set"
+            )));
+        }
+        if f.path.is_empty() {
+            return Err(ScenarioError(format!(
+                "{file}: no [[path]]; describe at least one path type"
+            )));
+        }
+        let mut paths = Vec::new();
+        for p in &f.path {
+            let name = p.name.get_ref().clone();
+            let destinations = match &p.destinations {
+                Some(d) => cx.count(d, "destinations", 1, 1_000_000)?,
+                None => 1,
+            };
+            let first_address: IpAddr = match p.address.get_ref().parse() {
+                Ok(a) => a,
+                Err(_) => return cx.err(p.address.span(), format!("`address` = \"{}\" is not an IP address; write e.g. \"10.0.0.1\" or \"2001:db8::1\"", p.address.get_ref())),
+            };
+            if parse_duration(p.rtt.get_ref()).is_none_or(|t| t == 0) {
+                return cx.err(
+                    p.rtt.span(),
+                    format!(
+                        "`rtt` = \"{}\" is not a positive duration; write e.g. \"40ms\"",
+                        p.rtt.get_ref()
+                    ),
+                );
+            }
+            let unavailable = p
+                .unavailable
+                .iter()
+                .map(|s| cx.spec(s, "unavailable"))
+                .collect::<Result<Vec<_>, _>>()?;
+            let ecn = p.peer_ecn.unwrap_or(true);
+            let conn = Connection {
+                file,
+                dir,
+                duration,
+                sample,
+            };
+            let before = network(&conn, &name, &p.link, p.rtt.get_ref(), ecn)?;
+            let after = match &p.change {
+                None => None,
+                Some(c) => {
+                    let after = cx.count(&c.after, "after", 1, connections as i64)?;
+                    let mut link = p.link.clone();
+                    for (k, v) in &c.link {
+                        link.insert(k.clone(), v.clone());
+                    }
+                    Some((
+                        after,
+                        network(
+                            &conn,
+                            &format!("{name} (changed)"),
+                            &link,
+                            p.rtt.get_ref(),
+                            ecn,
+                        )?,
+                    ))
+                }
+            };
+            paths.push(PathType {
+                name,
+                destinations,
+                first_address,
+                unavailable,
+                before,
+                after,
+            });
+        }
+        Ok(Workload {
+            name: f.name.clone().unwrap_or_else(|| file.to_string()),
+            seed,
+            connections,
+            duration,
+            gap,
+            sample,
+            outcome_seeds,
+            candidates,
+            paths,
+        })
+    }
+
+    /// Every destination: (path index, address).
+    pub fn destinations(&self) -> Vec<(usize, IpAddr)> {
+        let mut out = Vec::new();
+        for (i, p) in self.paths.iter().enumerate() {
+            for k in 0..p.destinations {
+                let a = match p.first_address {
+                    IpAddr::V4(a) => IpAddr::V4((u32::from(a).wrapping_add(k)).into()),
+                    IpAddr::V6(a) => IpAddr::V6((u128::from(a).wrapping_add(k as u128)).into()),
+                };
+                out.push((i, a));
+            }
+        }
+        out
+    }
+
+    /// The networks to simulate: each path's before and after.
+    pub fn networks(&self) -> Vec<(usize, bool, &Network)> {
+        let mut out = Vec::new();
+        for (i, p) in self.paths.iter().enumerate() {
+            out.push((i, false, &p.before));
+            if let Some((_, n)) = &p.after {
+                out.push((i, true, n));
+            }
+        }
+        out
+    }
+}
+
+/// Where the workload file lives, to resolve trace paths in links.
+pub fn dir_of(path: &Path) -> Option<PathBuf> {
+    path.parent().map(Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str = r#"
+connections = 20
+duration = "2s"
+gap = "1s"
+[[path]]
+name = "lossy"
+destinations = 3
+address = "10.0.0.254"
+rtt = "1ms"
+unavailable = ["cdg"]
+[path.link]
+rate = "1Gbit"
+loss = "10%"
+[path.change]
+after = 10
+[path.change.link]
+loss = "0%"
+"#;
+
+    #[test]
+    fn a_workload_parses_into_networks_and_addresses() {
+        let w = Workload::parse(OK, "w.toml", None).unwrap();
+        assert_eq!(
+            (w.connections, w.outcome_seeds, w.sample),
+            (20, 4, 500_000_000)
+        );
+        let p = &w.paths[0];
+        assert_eq!(p.unavailable, ["cdg"]);
+        assert_eq!(
+            p.before.config.links[0].loss,
+            kleinrock_sim::loss::LossModel::Bernoulli { ppm: 100_000 }
+        );
+        let (after, n) = p.after.as_ref().unwrap();
+        assert_eq!(*after, 10);
+        assert_eq!(n.config.links[0].loss, kleinrock_sim::loss::LossModel::None);
+        let d: Vec<String> = w
+            .destinations()
+            .iter()
+            .map(|(_, a)| a.to_string())
+            .collect();
+        assert_eq!(d, ["10.0.0.254", "10.0.0.255", "10.0.1.0"]);
+        assert_eq!(w.networks().len(), 2);
+    }
+
+    #[test]
+    fn mistakes_name_the_key_and_line() {
+        for (bad, want) in [
+            (
+                OK.replace("gap = \"1s\"", "gap = \"soon\""),
+                "w.toml line 4: `gap` = \"soon\" is not a positive duration",
+            ),
+            (
+                OK.replace("address = \"10.0.0.254\"", "address = \"ten\""),
+                "w.toml line 8: `address` = \"ten\" is not an IP address",
+            ),
+            (
+                OK.replace("unavailable = [\"cdg\"]", "unavailable = [\"cdgx\"]"),
+                "w.toml line 10: `unavailable`: unknown algorithm `cdgx`",
+            ),
+            (
+                OK.replace("loss = \"10%\"", "loss = \"lots\""),
+                "w.toml path `lossy`: `loss` = \"lots\" is not a probability",
+            ),
+            (
+                OK.replace("after = 10", "after = 50"),
+                "w.toml line 17: `after` = 50 is out of range",
+            ),
+            (
+                OK.replace("connections = 20", "connections = 20\ncolour = 1"),
+                "w.toml line 3: unknown key `colour`",
+            ),
+            (
+                format!("candidates = [\"bbr\"]\n{OK}"),
+                "must include cubic",
+            ),
+        ] {
+            let e = Workload::parse(&bad, "w.toml", None).unwrap_err().0;
+            assert!(e.contains(want), "want {want}\n got {e}");
+        }
+    }
+}
