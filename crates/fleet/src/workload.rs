@@ -431,7 +431,7 @@ loss = "0%"
             ),
             (
                 OK.replace("after = 10", "after = 50"),
-                "w.toml line 17: `after` = 50 is out of range",
+                "w.toml line 15: `after` = 50 is out of range; it must be from 1 to 20",
             ),
             (
                 OK.replace("connections = 20", "connections = 20\ncolour = 1"),
