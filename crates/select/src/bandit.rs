@@ -63,12 +63,13 @@ pub struct Config {
     pub prefix_weight: f64,
     /// Connections to a peer before an unavailable algorithm is tried again.
     pub retry_unavailable: u64,
-    /// A closing connection surprises when its rate or RTT differs from its
-    /// algorithm's mean at the peer by more than this fraction, or its
-    /// retransmitted share by more than half and `change_loss` (absolute).
-    pub change_ratio: f64,
-    pub change_loss: f64,
-    /// Consecutive surprises that mean the path changed.
+    /// A closing connection surprises when its RTT, rate or retransmitted
+    /// share (plus [`LOSS_FLOOR`]) lies more than this factor from (above or
+    /// below) its algorithm's geometric mean at the peer, and more than
+    /// three of their standard deviations.
+    pub change_factor: f64,
+    /// Consecutive surprises that mean the path changed; one surprise of
+    /// the factor cubed is enough.
     pub change_after: u32,
 }
 
@@ -83,8 +84,7 @@ impl Default for Config {
             prefix_v6: 48,
             prefix_weight: 2.0,
             retry_unavailable: 50,
-            change_ratio: 0.3,
-            change_loss: 0.01,
+            change_factor: 1.3,
             change_after: 2,
         }
     }
@@ -100,8 +100,37 @@ pub struct Arm {
     pub rtt_sum: f64,
     pub rate_sum: f64,
     pub loss_sum: f64,
+    /// Discounted sums of the logarithms of RTT, rate and retransmitted
+    /// share (plus [`LOSS_FLOOR`]), and of their squares: how much they
+    /// vary, to tell a changed path from a noisy one.
+    pub log_sum: [f64; 3],
+    pub log_sq: [f64; 3],
     /// Could not be set until this connection count of the key.
     pub unavailable_until: u64,
+}
+
+impl Arm {
+    fn add(&mut self, seen: &Seen) {
+        self.n += 1.0;
+        self.rtt_sum += seen.rtt_us;
+        self.rate_sum += seen.rate;
+        self.loss_sum += seen.loss;
+        for (i, l) in seen.logs().into_iter().enumerate() {
+            self.log_sum[i] += l;
+            self.log_sq[i] += l * l;
+        }
+    }
+
+    fn fade(&mut self, gamma: f64) {
+        self.n *= gamma;
+        self.rtt_sum *= gamma;
+        self.rate_sum *= gamma;
+        self.loss_sum *= gamma;
+        for i in 0..3 {
+            self.log_sum[i] *= gamma;
+            self.log_sq[i] *= gamma;
+        }
+    }
 }
 
 /// Everything known about one peer (or prefix).
@@ -110,7 +139,7 @@ pub struct Entry {
     pub arms: Vec<Arm>,
     /// Connections closed.
     pub conns: u64,
-    /// Consecutive connections that surprised (see [`Config::change_ratio`]).
+    /// Consecutive connections that surprised (see [`Config::change_factor`]).
     pub surprises: u32,
     /// Times the path was found changed and the evidence dropped; a peer
     /// that has changed no longer borrows from its prefix.
@@ -126,8 +155,24 @@ pub struct Seen {
     pub loss: f64,
 }
 
+/// Added to the retransmitted share before taking its logarithm: below
+/// half a percent, losses are noise to this test.
+pub const LOSS_FLOOR: f64 = 0.005;
+
+impl Seen {
+    fn logs(&self) -> [f64; 3] {
+        [
+            self.rtt_us.max(1.0).ln(),
+            self.rate.max(1.0).ln(),
+            (self.loss + LOSS_FLOOR).ln(),
+        ]
+    }
+}
+
 /// Evidence weight an arm needs before a deviation from it is a surprise.
 const SURPRISE_MIN_WEIGHT: f64 = 2.0;
+/// Standard deviations (of the arm's own spread) a surprise must exceed.
+const SURPRISE_SIGMAS: f64 = 3.0;
 
 impl Entry {
     pub fn new(arms: usize) -> Entry {
@@ -141,29 +186,33 @@ impl Entry {
 
     fn learn(&mut self, alg: usize, seen: Seen, gamma: f64) {
         for a in &mut self.arms {
-            a.n *= gamma;
-            a.rtt_sum *= gamma;
-            a.rate_sum *= gamma;
-            a.loss_sum *= gamma;
+            a.fade(gamma);
         }
-        let a = &mut self.arms[alg];
-        a.n += 1.0;
-        a.rtt_sum += seen.rtt_us;
-        a.rate_sum += seen.rate;
-        a.loss_sum += seen.loss;
+        self.arms[alg].add(&seen);
         self.conns += 1;
     }
 
-    /// Whether `seen` is far from what `alg` has shown here before.
-    fn surprising(&self, alg: usize, seen: Seen, cfg: &Config) -> bool {
+    /// How far `seen` lies from what `alg` has shown here before, over RTT,
+    /// rate and retransmitted share, in log-ratios: in units of the larger of
+    /// ln(`change_factor`) and three of the arm's standard deviations, the
+    /// worst of the three; `None` if `alg` has too little evidence here.
+    fn surprise(&self, alg: usize, seen: Seen, cfg: &Config) -> Option<f64> {
         let a = &self.arms[alg];
         if a.n < SURPRISE_MIN_WEIGHT {
-            return false;
+            return None;
         }
-        let off = |x: f64, mean: f64| mean > 0.0 && (x - mean).abs() > cfg.change_ratio * mean;
-        let loss = a.loss_sum / a.n;
-        let loss_off = (seen.loss - loss).abs() > cfg.change_loss.max(0.5 * seen.loss.max(loss));
-        off(seen.rtt_us, a.rtt_sum / a.n) || off(seen.rate, a.rate_sum / a.n) || loss_off
+        let floor = cfg.change_factor.ln();
+        let worst = seen
+            .logs()
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let mean = a.log_sum[i] / a.n;
+                let sd = (a.log_sq[i] / a.n - mean * mean).max(0.0).sqrt();
+                (l - mean).abs() / floor.max(SURPRISE_SIGMAS * sd)
+            })
+            .fold(0.0, f64::max);
+        Some(worst)
     }
 
     /// The path changed: forget everything but `seen`.
@@ -174,13 +223,7 @@ impl Entry {
         for (a, u) in self.arms.iter_mut().zip(unavailable) {
             a.unavailable_until = u;
         }
-        self.arms[alg] = Arm {
-            n: 1.0,
-            rtt_sum: seen.rtt_us,
-            rate_sum: seen.rate,
-            loss_sum: seen.loss,
-            unavailable_until: self.arms[alg].unavailable_until,
-        };
+        self.arms[alg].add(&seen);
         self.surprises = 0;
         self.resets += 1;
     }
@@ -188,31 +231,102 @@ impl Entry {
     /// Each arm's (cost, weight), `None` without evidence: cost relative to
     /// the best mean RTT and the best mean rate among the arms.
     pub fn costs(&self) -> Vec<Option<(f64, f64)>> {
+        costs(&self.means())
+    }
+
+    /// Each arm's mean RTT, mean rate and weight, `None` without evidence.
+    pub fn means(&self) -> Vec<Option<Mean>> {
         const TINY: f64 = 1e-9;
-        let means: Vec<Option<(f64, f64)>> = self
-            .arms
+        self.arms
             .iter()
-            .map(|a| (a.n > TINY).then(|| (a.rtt_sum / a.n, a.rate_sum / a.n)))
-            .collect();
-        let best_rtt = means.iter().flatten().map(|m| m.0).fold(f64::MAX, f64::min);
-        let best_rate = means.iter().flatten().map(|m| m.1).fold(0.0, f64::max);
-        means
-            .iter()
-            .zip(&self.arms)
-            .map(|(m, a)| {
-                m.map(|(rtt, rate)| {
-                    let mut c = 0.0;
-                    if best_rtt > 0.0 {
-                        c += (rtt - best_rtt) / best_rtt;
-                    }
-                    if best_rate > 0.0 {
-                        c += (best_rate - rate) / best_rate;
-                    }
-                    (c, a.n)
+            .map(|a| {
+                (a.n > TINY).then(|| Mean {
+                    rtt: a.rtt_sum / a.n,
+                    rate: a.rate_sum / a.n,
+                    n: a.n,
                 })
             })
             .collect()
     }
+}
+
+/// An arm's mean RTT (µs) and rate (bytes/s) over `n` connections' worth of
+/// evidence.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mean {
+    pub rtt: f64,
+    pub rate: f64,
+    pub n: f64,
+}
+
+/// Each arm's (cost, weight): its RTT above the best arm's and its rate
+/// short of the best arm's, as fractions.
+pub fn costs(means: &[Option<Mean>]) -> Vec<Option<(f64, f64)>> {
+    let best_rtt = means
+        .iter()
+        .flatten()
+        .map(|m| m.rtt)
+        .fold(f64::MAX, f64::min);
+    let best_rate = means.iter().flatten().map(|m| m.rate).fold(0.0, f64::max);
+    means
+        .iter()
+        .map(|m| {
+            m.map(|m| {
+                let mut c = 0.0;
+                if best_rtt > 0.0 {
+                    c += (m.rtt - best_rtt) / best_rtt;
+                }
+                if best_rate > 0.0 {
+                    c += (best_rate - m.rate) / best_rate;
+                }
+                (c, m.n)
+            })
+        })
+        .collect()
+}
+
+/// `own` and `theirs` (a prefix's) blended per arm, theirs weighing at most
+/// `cap` connections. Their RTTs and rates are first scaled to this peer's:
+/// by the geometric mean of own/theirs over the arms both have tried, so a
+/// neighbour farther away or on a faster link still ranks the algorithms
+/// for it.
+fn blend(own: &[Option<Mean>], theirs: &[Option<Mean>], cap: f64) -> Vec<Option<Mean>> {
+    let (mut lr, mut lq, mut k) = (0.0, 0.0, 0.0);
+    for (o, t) in own.iter().zip(theirs) {
+        if let (Some(o), Some(t)) = (o, t) {
+            if o.rtt > 0.0 && t.rtt > 0.0 && o.rate > 0.0 && t.rate > 0.0 {
+                lr += (o.rtt / t.rtt).ln();
+                lq += (o.rate / t.rate).ln();
+                k += 1.0;
+            }
+        }
+    }
+    let (sr, sq) = if k > 0.0 {
+        ((lr / k).exp(), (lq / k).exp())
+    } else {
+        (1.0, 1.0)
+    };
+    own.iter()
+        .zip(theirs)
+        .map(|(o, t)| {
+            let t = t.map(|t| Mean {
+                rtt: t.rtt * sr,
+                rate: t.rate * sq,
+                n: t.n.min(cap),
+            });
+            match (o, t) {
+                (Some(o), Some(t)) => {
+                    let n = o.n + t.n;
+                    Some(Mean {
+                        rtt: (o.rtt * o.n + t.rtt * t.n) / n,
+                        rate: (o.rate * o.n + t.rate * t.n) / n,
+                        n,
+                    })
+                }
+                (o, t) => o.or(t),
+            }
+        })
+        .collect()
 }
 
 /// The RTT a sample stands for: the smoothed RTT the connection saw, or
@@ -327,34 +441,21 @@ impl Bandit {
             .unwrap_or_else(|| Entry::new(k));
         for o in self.open.values().filter(|o| o.peer == peer) {
             if let Some(s) = o.latest {
-                let a = &mut own.arms[o.alg];
-                a.n += 1.0;
-                a.rtt_sum += rtt_of(&s);
-                a.rate_sum += rate_of(&s);
-                a.loss_sum += loss_of(&s);
+                own.arms[o.alg].add(&seen(&s));
             }
         }
         let changed = own.resets > 0;
-        let own = own.costs();
+        let own = own.means();
         // A peer whose path changed has left its neighbours' evidence behind.
         let pre = if changed {
             None
         } else {
-            self.prefixes.peek(self.prefix(peer)).map(|e| e.costs())
+            self.prefixes.peek(self.prefix(peer)).map(|e| e.means())
         };
-        (0..k)
-            .map(|i| {
-                let mine = own[i];
-                let theirs = pre
-                    .as_ref()
-                    .and_then(|p| p[i])
-                    .map(|(c, n)| (c, n.min(self.cfg.prefix_weight)));
-                match (mine, theirs) {
-                    (Some((c, n)), Some((pc, pn))) => Some(((c * n + pc * pn) / (n + pn), n + pn)),
-                    (a, b) => a.or(b),
-                }
-            })
-            .collect()
+        match pre {
+            Some(pre) => costs(&blend(&own, &pre, self.cfg.prefix_weight)),
+            None => costs(&own),
+        }
     }
 
     /// A connection to `peer` starts: the algorithm (index into the
@@ -450,12 +551,20 @@ impl Bandit {
         let (k, gamma) = (self.cfg.candidates.len(), self.cfg.gamma);
         let cfg = &self.cfg;
         let e = self.peers.get_or_insert_with(o.peer, || Entry::new(k));
-        if e.surprising(o.alg, seen, cfg) {
-            e.surprises += 1;
-        } else {
-            e.surprises = 0;
-        }
-        if e.surprises >= cfg.change_after {
+        // Only connections that could be tested count, surprising or not: a
+        // change shows in whichever algorithm has the evidence to show it.
+        let gross = match e.surprise(o.alg, seen, cfg) {
+            Some(x) if x > 1.0 => {
+                e.surprises += 1;
+                x > 3.0
+            }
+            Some(_) => {
+                e.surprises = 0;
+                false
+            }
+            None => false,
+        };
+        if gross || e.surprises >= cfg.change_after {
             // The path changed (monitored bandits: Cao et al., "Nearly
             // Optimal Adaptive Procedure with Change Detection for
             // Piecewise-Stationary Bandit", AISTATS 2019): what the other

@@ -4,13 +4,15 @@
 //! ```text
 //! kleinrock-select 1
 //! candidates cubic,bbr,...
-//! peer ADDR CONNS SURPRISES RESETS n:rtt_sum:rate_sum:loss_sum:unavailable_until ...
-//! prefix ADDR CONNS SURPRISES RESETS n:rtt_sum:rate_sum:loss_sum:unavailable_until ...
+//! peer ADDR CONNS SURPRISES RESETS ARM ...
+//! prefix ADDR CONNS SURPRISES RESETS ARM ...
 //! global cost:weight ...
 //! end LINES FNV64
 //! ```
 //!
-//! with one `n:...` field per candidate, in the candidates' order. Numbers
+//! with one ARM field per candidate, in the candidates' order:
+//! `n:rtt_sum:rate_sum:loss_sum:log_rtt:log_rate:log_loss:sq_rtt:sq_rate:sq_loss:unavailable_until`
+//! (the fields of `bandit::Arm`). Numbers
 //! are written as Rust prints them (shortest round-trip), so a table loads
 //! back bit for bit. Peers and prefixes are listed most recently used first; `LINES` counts
 //! the lines before `end`, and `FNV64` is the FNV-1a hash (hex) of every
@@ -50,11 +52,11 @@ fn entry_line(kind: &str, p: Peer, e: &Entry, out: &mut String) {
         e.resets
     );
     for a in &e.arms {
-        let _ = write!(
-            out,
-            " {}:{}:{}:{}:{}",
-            a.n, a.rtt_sum, a.rate_sum, a.loss_sum, a.unavailable_until
-        );
+        let _ = write!(out, " {}:{}:{}:{}", a.n, a.rtt_sum, a.rate_sum, a.loss_sum);
+        for x in a.log_sum.iter().chain(&a.log_sq) {
+            let _ = write!(out, ":{x}");
+        }
+        let _ = write!(out, ":{}", a.unavailable_until);
     }
     out.push('\n');
 }
@@ -116,23 +118,34 @@ fn parse_entry(fields: &[&str], arms: usize) -> Result<(Peer, Entry), LoadError>
     }
     for (arm, f) in e.arms.iter_mut().zip(&fields[4..]) {
         let v: Vec<&str> = f.split(':').collect();
-        let num = |i: usize| -> Result<f64, LoadError> {
+        let real = |i: usize| -> Result<f64, LoadError> {
             v.get(i)
                 .and_then(|x| x.parse::<f64>().ok())
-                .filter(|x| x.is_finite() && *x >= 0.0)
+                .filter(|x| x.is_finite())
                 .ok_or_else(|| bad("a statistic does not parse"))
+        };
+        let num = |i: usize| {
+            real(i).and_then(|x| {
+                if x >= 0.0 {
+                    Ok(x)
+                } else {
+                    Err(bad("a statistic is negative"))
+                }
+            })
         };
         *arm = Arm {
             n: num(0)?,
             rtt_sum: num(1)?,
             rate_sum: num(2)?,
             loss_sum: num(3)?,
+            log_sum: [real(4)?, real(5)?, real(6)?],
+            log_sq: [num(7)?, num(8)?, num(9)?],
             unavailable_until: v
-                .get(4)
+                .get(10)
                 .and_then(|x| x.parse().ok())
                 .ok_or_else(|| bad("a statistic does not parse"))?,
         };
-        if v.len() != 5 {
+        if v.len() != 11 {
             return Err(bad("a statistic does not parse"));
         }
     }
