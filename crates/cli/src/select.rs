@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use kleinrock_fleet::replay::expectations;
 use kleinrock_fleet::{run_policy, Outcomes, Policy, Report, Workload};
-use kleinrock_select::bpftune::CONGS;
+use kleinrock_select::persist;
 
 use crate::Failure;
 
@@ -29,6 +29,11 @@ pub struct Args {
     /// Print each policy's own table even for many destinations.
     #[arg(long)]
     status: bool,
+    /// Kleinrock's learned table: loaded before the run if the file exists
+    /// (a corrupt or truncated one is reported and ignored), saved after it
+    /// (atomically).
+    #[arg(long)]
+    table: Option<PathBuf>,
     /// Print what the oracle knows: every algorithm's expected goodput,
     /// RTT and cost on every network.
     #[arg(long)]
@@ -151,17 +156,7 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             ))
         })?;
     }
-    // Every algorithm either policy may run, cubic first.
-    let mut algorithms: Vec<String> = vec!["cubic".into()];
-    for spec in CONGS
-        .iter()
-        .map(|s| s.to_string())
-        .chain(w.candidates.iter().cloned())
-    {
-        if !algorithms.contains(&spec) {
-            algorithms.push(spec);
-        }
-    }
+    let algorithms = w.algorithms();
     let threads = a
         .jobs
         .map(|j| j as usize)
@@ -201,12 +196,27 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     }
     let mut reports = Vec::new();
     for name in &a.policy {
-        let policy = if name == "bpftune" {
+        let mut policy = if name == "bpftune" {
             Policy::bpftune(w.seed)
         } else {
             Policy::kleinrock(&w.candidates)
         };
-        let r = run_policy(&w, &o, policy);
+        if let (Policy::Kleinrock(b), Some(path)) = (&mut policy, &a.table) {
+            match persist::load(b, path) {
+                Ok(true) => println!("loaded the learned table from {}", path.display()),
+                Ok(false) => {}
+                Err(e) => eprintln!("warning: {e}"),
+            }
+        }
+        let r = run_policy(&w, &o, &mut policy);
+        if let (Policy::Kleinrock(b), Some(path)) = (&policy, &a.table) {
+            persist::save(b, path).map_err(|e| {
+                Failure(format!(
+                    "cannot save the learned table to {}: {e}; choose another --table path",
+                    path.display()
+                ))
+            })?;
+        }
         println!("\n== {name}");
         if dests <= 4 || a.status {
             print!("{}", r.status);
@@ -239,6 +249,15 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A CSV field, quoted when it must be (RFC 4180).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
 fn write_report(
     dir: &std::path::Path,
     w: &Workload,
@@ -259,7 +278,7 @@ fn write_report(
             "{},{},{},{},{},{},{:.0},{:.3}",
             p.dest,
             dests[p.dest].1,
-            w.paths[dests[p.dest].0].name,
+            csv_field(&w.paths[dests[p.dest].0].name),
             p.index,
             p.changed,
             o.algorithms[p.alg],

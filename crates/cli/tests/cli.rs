@@ -236,3 +236,86 @@ fn sim_errors_name_the_file_line_and_key() {
     );
     assert_eq!(e.lines().count(), 1, "{e}");
 }
+
+fn scenario(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn select_plays_both_policies_and_keeps_kleinrocks_table() {
+    let dir = tmpdir("select");
+    let table = dir.join("learned");
+    let w = scenario("select-e4-lossy.toml");
+    let args = [
+        "select",
+        w.as_str(),
+        "--quiet",
+        "--table",
+        table.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    let o = kleinrock(&args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    // bpftune's status table, with the seed's columns, then Kleinrock's.
+    assert!(
+        out.contains("IPAddress  CongAlg     Metric    Count   Greedy   MinRtt  MaxRtDlvr"),
+        "{out}"
+    );
+    assert!(
+        out.contains("== kleinrock") && out.contains("kleinrock's regret is"),
+        "{out}"
+    );
+    let csv = fs::read_to_string(dir.join("bpftune-connections.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 81, "a header and 80 connections");
+    // The table was saved; the next run loads it, continues from it and
+    // says so; a truncated one is reported, not trusted, and replaced.
+    let saved = fs::read_to_string(&table).unwrap();
+    assert!(saved.starts_with("kleinrock-select 1\n") && saved.contains("\nend "));
+    let o = kleinrock(&args);
+    let (out, _) = text(&o);
+    assert!(out.contains("loaded the learned table from"), "{out}");
+    assert!(
+        fs::read_to_string(&table).unwrap().contains(" 160 "),
+        "80 + 80 connections"
+    );
+    fs::write(&table, &saved[..saved.len() / 2]).unwrap();
+    let o = kleinrock(&args);
+    let (out, err) = text(&o);
+    assert!(o.status.success());
+    assert!(!out.contains("loaded the learned table"));
+    assert!(
+        err.contains("is not used: it has no end line (truncated?)"),
+        "{err}"
+    );
+    assert!(fs::read_to_string(&table).unwrap().contains("\nend "));
+}
+
+#[test]
+fn select_bad_input_gets_one_clear_sentence() {
+    let w = scenario("select-e4-lossy.toml");
+    let e = one_error(&["select", &w, "--policy", "greedy"]);
+    assert!(
+        e.contains("unknown policy `greedy`; valid policies are bpftune and kleinrock"),
+        "{e}"
+    );
+    let e = one_error(&["select", "/nonexistent/w.toml"]);
+    assert!(
+        e.contains("cannot read workload /nonexistent/w.toml"),
+        "{e}"
+    );
+    let dir = tmpdir("select-bad");
+    let bad = dir.join("w.toml");
+    fs::write(&bad, "connections = 0\nduration = \"1s\"\ngap = \"1s\"\n").unwrap();
+    let e = one_error(&["select", bad.to_str().unwrap()]);
+    assert!(
+        e.contains("line 1: `connections` = 0 is out of range"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+}

@@ -233,7 +233,7 @@ struct Live {
 }
 
 /// Plays the workload's connections against `policy`.
-pub fn run_policy(w: &Workload, o: &Outcomes, mut policy: Policy) -> Report {
+pub fn run_policy(w: &Workload, o: &Outcomes, policy: &mut Policy) -> Report {
     let dests = w.destinations();
     let exp = expectations(w, o);
     let cubic = o.algorithm_index("cubic").expect("cubic simulated");
@@ -282,7 +282,7 @@ pub fn run_policy(w: &Workload, o: &Outcomes, mut policy: Policy) -> Report {
                 let seed = (rng.next_u64() % seeds as u64) as u32;
                 let unavailable = |spec: &str| path.unavailable.iter().any(|u| u == spec);
                 let p = peer(addr);
-                let (alg, learned, handle) = match &mut policy {
+                let (alg, learned, handle) = match &mut *policy {
                     Policy::Bpftune(b) => match b.established(p) {
                         Some(s) if !unavailable(CONGS[s]) => (cand_index[s], Some(s), 0),
                         _ => (cubic, None, 0),
@@ -328,7 +328,7 @@ pub fn run_policy(w: &Workload, o: &Outcomes, mut policy: Policy) -> Report {
                 let path = &w.paths[dests[l.dest].0];
                 let out = o.get(l.network, l.alg, l.seed);
                 let s = out.samples.get(j as usize).map(|s| s.1).unwrap_or_default();
-                match &mut policy {
+                match &mut *policy {
                     Policy::Bpftune(b) => {
                         let at = (j as f64 + 1.0) * w.sample as f64 / SEC as f64;
                         // As the seed's document describes it, the rule is the
@@ -355,7 +355,7 @@ pub fn run_policy(w: &Workload, o: &Outcomes, mut policy: Policy) -> Report {
                 let (_, addr) = dests[l.dest];
                 let out = o.get(l.network, l.alg, l.seed);
                 let last: Sample = out.last();
-                match &mut policy {
+                match &mut *policy {
                     Policy::Bpftune(b) => b.close(peer(addr), l.learned, &last),
                     Policy::Kleinrock(b) => b.close(l.handle, &last),
                 }

@@ -330,6 +330,21 @@ impl Workload {
     }
 
     /// Every destination: (path index, address).
+    /// Every algorithm either policy may run: cubic (the system default, and
+    /// the baseline), bpftune's candidates, then the workload's.
+    pub fn algorithms(&self) -> Vec<String> {
+        let mut all: Vec<String> = vec!["cubic".into()];
+        let bpftune = kleinrock_select::bpftune::CONGS
+            .iter()
+            .map(|s| s.to_string());
+        for spec in bpftune.chain(self.candidates.iter().cloned()) {
+            if !all.contains(&spec) {
+                all.push(spec);
+            }
+        }
+        all
+    }
+
     pub fn destinations(&self) -> Vec<(usize, IpAddr)> {
         let mut out = Vec::new();
         for (i, p) in self.paths.iter().enumerate() {

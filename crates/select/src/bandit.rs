@@ -802,6 +802,26 @@ mod tests {
     }
 
     #[test]
+    fn a_million_peers_keep_the_tables_within_their_capacity() {
+        let mut b = Bandit::new(Config {
+            capacity: 4096,
+            ..cfg(&["cubic", "bbr"])
+        });
+        for k in 0..1_000_000u128 {
+            // Spread over many /24s (and so many prefixes).
+            let p = crate::peer(std::net::IpAddr::V4(std::net::Ipv4Addr::from(
+                (k as u32).wrapping_mul(2_654_435_761),
+            )));
+            let (c, a) = b.choose(p);
+            b.close(c, &done(1000 + a as u32, 100));
+        }
+        let (peers, prefixes, _) = b.tables();
+        assert_eq!(peers.len(), 4096);
+        assert_eq!(prefixes.len(), 1024);
+        assert!(b.open.is_empty());
+    }
+
+    #[test]
     fn a_new_peer_borrows_from_its_prefix() {
         let mut b = Bandit::new(cfg(&["cubic", "bbr", "reno", "htcp"]));
         let truth = [(1300, 80), (1000, 95), (1400, 60), (1350, 70)];
