@@ -966,3 +966,27 @@ fn dctcp_without_a_peer_that_negotiates_ecn_is_reno() {
     // dctcp-reno: exactly Reno's arithmetic.
     assert_eq!(without.flows[0].bytes, reno.flows[0].bytes);
 }
+
+/// A paced sender whose data is all sent and whose lost segments are all
+/// retransmitted has nothing to send: it must wait for ACKs, not wake at
+/// its (past) pacing time over and over. BBR finishing a 1 MB transfer
+/// after queue drops once spun here forever; the run is in a thread so a
+/// return of that bug fails the test rather than hanging it.
+#[test]
+fn a_paced_transfer_with_retransmissions_in_flight_finishes() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut f = flow("bbr", 30);
+        f.size_segments = Some(691); // 1 MB
+                                     // A 50 Mbit/s path with a one-BDP queue: BBR's startup overflows it.
+        let r = run(dumbbell(50_000_000, 125, 0, 3, vec![f]));
+        let _ = tx.send(r);
+    });
+    let r = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the simulation ends");
+    let f = &r.flows[0];
+    assert!(f.retransmits > 0, "the queue dropped some of the burst");
+    let done = f.completion_s.expect("the transfer completes");
+    assert!(done < 1.0, "{done}");
+}

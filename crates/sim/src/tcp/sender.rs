@@ -163,6 +163,11 @@ pub struct Sender {
     /// Has every segment of a transfer been ACKed?
     pub done_at: Option<Time>,
     stopped: bool,
+    /// The last transmission attempt found nothing it could send (no new
+    /// data, nothing waiting for retransmission, or the receive window
+    /// full): no pacing wakeup until an ACK, a timer or the application
+    /// changes that, each of which tries again.
+    drained: bool,
     started: bool,
     pub stats: SenderStats,
     /// The RTT sample of the last ACK (for the flow's RTT distribution).
@@ -211,6 +216,7 @@ impl Sender {
             lost_total: 0,
             done_at: None,
             stopped: false,
+            drained: false,
             started: false,
             cfg,
             stats: SenderStats::default(),
@@ -327,7 +333,7 @@ impl Sender {
 
     fn can_send_something(&self) -> bool {
         let room = self.sb.in_flight() < self.sk.snd_cwnd;
-        room && (self.has_new_data() || self.sb.has_lost())
+        room && !self.drained && (self.has_new_data() || self.sb.has_lost())
     }
 
     fn jiffies_ns(&self, j: u64) -> Time {
@@ -348,6 +354,7 @@ impl Sender {
     fn write_xmit(&mut self, now: Time, out: &mut Vec<Packet>) {
         let mut sent = 0u32;
         let mut cwnd_limited = false;
+        self.drained = false;
         loop {
             if self.sb.in_flight() >= self.sk.snd_cwnd {
                 cwnd_limited = true;
@@ -360,6 +367,7 @@ impl Sender {
                 Some(s) => self.retransmit(now, s, out),
                 None => {
                     if !self.has_new_data() || self.sb.packets_out() >= self.cfg.rwnd_segments {
+                        self.drained = true;
                         break;
                     }
                     self.send_new(now, out);
