@@ -51,8 +51,13 @@ fn oracle_table(w: &Workload, o: &Outcomes) -> String {
         "{:<28} {:>6} {:<24} {:>11} {:>9} {:>7}",
         "path", "phase", "algorithm", "goodput", "RTT", "cost"
     );
-    for (n, &(pi, changed)) in o.networks.iter().enumerate() {
+    for (n, &(pi, changed, class)) in o.networks.iter().enumerate() {
         let e = &exp[n];
+        let size = if w.sizes.len() > 1 {
+            format!(" ({})", w.sizes[class].label)
+        } else {
+            String::new()
+        };
         let mut order: Vec<usize> = (0..o.algorithms.len()).collect();
         order.sort_by(|&a, &b| e.cost[a].total_cmp(&e.cost[b]));
         for a in order {
@@ -66,7 +71,7 @@ fn oracle_table(w: &Workload, o: &Outcomes) -> String {
             let _ = writeln!(
                 s,
                 "{:<28} {:>6} {:<24} {:>6.1} Mb/s {:>6.1} ms {:>7.3}{}",
-                w.paths[pi].name,
+                format!("{}{size}", w.paths[pi].name),
                 if changed { "after" } else { "before" },
                 o.algorithms[a],
                 e.goodput_bps[a] / 1e6,
@@ -100,10 +105,30 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
             if phases.is_empty() {
                 continue;
             }
-            let net = o.network_index(pi, changed);
-            let conns: Vec<_> = r.played.iter().filter(|x| x.network == net).collect();
-            let goodput =
-                conns.iter().map(|x| x.goodput_bps).sum::<f64>() / conns.len().max(1) as f64;
+            let conns: Vec<_> = r
+                .played
+                .iter()
+                .filter(|x| o.networks[x.network].0 == pi && x.changed == changed)
+                .collect();
+            let n = conns.len().max(1) as f64;
+            let goodput = conns.iter().map(|x| x.goodput_bps).sum::<f64>() / n;
+            // What cubic would have had on the same connections.
+            let alone = conns
+                .iter()
+                .map(|x| exp[x.network].goodput_bps[cubic])
+                .sum::<f64>()
+                / n;
+            // The oracle of each size class met, most frequent first.
+            let mut oracles: Vec<(usize, &str)> = Vec::new();
+            for x in &conns {
+                let name = o.algorithms[exp[x.network].oracle].as_str();
+                match oracles.iter_mut().find(|(_, o)| *o == name) {
+                    Some(e) => e.0 += 1,
+                    None => oracles.push((1, name)),
+                }
+            }
+            oracles.sort_by_key(|o| std::cmp::Reverse(o.0));
+            let oracle = oracles.iter().map(|o| o.1).collect::<Vec<_>>().join("/");
             let share = phases.iter().map(|x| x.share_best).sum::<f64>() / phases.len() as f64;
             let mut conv: Vec<u32> = phases
                 .iter()
@@ -116,9 +141,9 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
                 p.name,
                 phases.len(),
                 if changed { "after" } else { "before" },
-                o.algorithms[exp[net].oracle],
+                oracle,
                 goodput / 1e6,
-                exp[net].goodput_bps[cubic] / 1e6,
+                alone / 1e6,
                 share * 100.0,
                 conv[conv.len() / 2],
                 conv[conv.len() - 1]
@@ -132,6 +157,12 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
         r.regret_rtt_ms,
         r.played.len(),
         r.regret_cost
+    );
+    let _ = writeln!(
+        s,
+        "against the best of its own candidates: {:.2} GB of goodput, cost {:.1}",
+        r.own_regret_bytes / 1e9,
+        r.own_regret_cost
     );
     if r.policy == "kleinrock" {
         let _ = writeln!(s, "path changes detected: {}", r.changes_detected);

@@ -15,15 +15,23 @@ pub struct Outcome {
     pub goodput_bps: f64,
     /// The mean smoothed RTT the connection saw, ms.
     pub rtt_ms: f64,
-    /// What the connection has shown at each sample time (s from its start).
+    /// How long it lasted, s: until its transfer completed, or the
+    /// workload's duration.
+    pub lifetime_s: f64,
+    /// What the connection had shown at each sample time (s from its
+    /// start) before it closed.
     pub samples: Vec<(f64, Sample)>,
+    /// What it showed at its close.
+    pub close: Sample,
     /// The first sample time at which its retransmissions exceeded 1/64 of
     /// its segments (bpftune's rule for BBR).
     pub retrans_rule_at: Option<f64>,
 }
 
 impl Outcome {
-    fn from(r: &Results) -> Outcome {
+    fn from(r: &Results, duration_s: f64) -> Outcome {
+        let f = &r.flows[0];
+        let lifetime = f.completion_s.unwrap_or(duration_s).min(duration_s);
         let mut samples = Vec::new();
         let (mut max_rate, mut srtt_sum, mut srtt_n) = (0u64, 0.0, 0u32);
         let mut delivered_bits = 0.0;
@@ -33,6 +41,7 @@ impl Outcome {
             .find(|s| s.flow == 0)
             .map_or(1.0, |s| s.t);
         let mut retrans_rule_at = None;
+        let mut close = None;
         for s in r.flow_series.iter().filter(|s| s.flow == 0) {
             let bytes_per_s = (s.delivery_rate_bps / 8.0) as u64;
             delivered_bits += s.throughput_bps * interval;
@@ -47,42 +56,52 @@ impl Outcome {
             {
                 retrans_rule_at = Some(s.t);
             }
-            samples.push((
-                s.t,
-                Sample {
-                    min_rtt_us: s.min_rtt_us,
-                    // The last rate sample, in bytes per second over one
-                    // second: bpftune's bytes per µs after its division.
-                    rate_delivered: bytes_per_s.min(u32::MAX as u64) as u32,
-                    rate_interval_us: 1_000_000,
-                    mss: 1,
-                    max_rate_bps: max_rate,
-                    mean_rate_bps: (delivered_bits / 8.0 / s.t.max(1e-9)) as u64,
-                    srtt_us: if srtt_n > 0 {
-                        (srtt_sum / srtt_n as f64) as u32
-                    } else {
-                        0
-                    },
-                    segs_out: segs,
-                    total_retrans: retrans,
+            let at_close = s.t >= lifetime - 1e-9;
+            let sample = Sample {
+                min_rtt_us: s.min_rtt_us,
+                // The last rate sample, in bytes per second over one
+                // second: bpftune's bytes per µs after its division.
+                rate_delivered: bytes_per_s.min(u32::MAX as u64) as u32,
+                rate_interval_us: 1_000_000,
+                mss: 1,
+                max_rate_bps: max_rate,
+                mean_rate_bps: if at_close {
+                    (f.goodput_bps / 8.0) as u64
+                } else {
+                    (delivered_bits / 8.0 / s.t.max(1e-9)) as u64
                 },
-            ));
+                srtt_us: if srtt_n > 0 {
+                    (srtt_sum / srtt_n as f64) as u32
+                } else {
+                    0
+                },
+                segs_out: segs,
+                total_retrans: retrans,
+                age_us: (s.t.min(lifetime) * 1e6) as u64,
+            };
+            if at_close {
+                close = Some(sample);
+                break;
+            }
+            samples.push((s.t, sample));
         }
         Outcome {
-            goodput_bps: r.flows[0].goodput_bps,
+            goodput_bps: f.goodput_bps,
             rtt_ms: if srtt_n > 0 {
                 srtt_sum / srtt_n as f64 / 1000.0
             } else {
                 0.0
             },
+            lifetime_s: lifetime,
+            close: close.or(samples.last().map(|s| s.1)).unwrap_or_default(),
             samples,
-            retrans_rule_at,
+            retrans_rule_at: retrans_rule_at.filter(|&t| t < lifetime + interval),
         }
     }
 
     /// The sample at the connection's close.
     pub fn last(&self) -> Sample {
-        self.samples.last().map(|s| s.1).unwrap_or_default()
+        self.close
     }
 }
 
@@ -92,8 +111,8 @@ pub struct Outcomes {
     /// The algorithm specs simulated, by index.
     pub algorithms: Vec<String>,
     table: HashMap<(usize, usize, u32), Outcome>,
-    /// The networks, by (path, changed).
-    pub networks: Vec<(usize, bool)>,
+    /// The networks, by (path, changed, size class).
+    pub networks: Vec<(usize, bool, usize)>,
 }
 
 impl Outcomes {
@@ -105,14 +124,21 @@ impl Outcomes {
         threads: usize,
         progress: &(dyn Fn(f64) + Sync),
     ) -> Outcomes {
-        let nets = w.networks();
+        let mut nets = Vec::new();
+        for (p, changed, net) in w.networks() {
+            for (c, class) in w.sizes.iter().enumerate() {
+                nets.push(((p, changed, c), net, class.bytes));
+            }
+        }
+        let duration_s = w.duration as f64 / kleinrock_sim::time::SEC as f64;
         let mut jobs = Vec::new();
-        for (n, (_, _, net)) in nets.iter().enumerate() {
+        for (n, (_, net, bytes)) in nets.iter().enumerate() {
             for (a, spec) in algorithms.iter().enumerate() {
                 let alg: Algorithm = spec.parse().expect("validated spec");
                 for k in 0..w.outcome_seeds {
                     let mut cfg = net.config.clone();
                     cfg.flows[0].cc = alg.clone();
+                    cfg.flows[0].size_segments = bytes.map(|b| b.div_ceil(cfg.mss as u64));
                     cfg.seed = w.seed.wrapping_mul(1_000_003).wrapping_add(k as u64 + 1);
                     jobs.push(((n, a, k), cfg));
                 }
@@ -129,7 +155,9 @@ impl Outcomes {
                 .expect("no traces")
                 .run(&mut |_| {})
                 .expect("no traces");
-            out.lock().unwrap().insert(*key, Outcome::from(&r));
+            out.lock()
+                .unwrap()
+                .insert(*key, Outcome::from(&r, duration_s));
             let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             progress(d as f64 / total as f64);
         };
@@ -141,14 +169,14 @@ impl Outcomes {
         Outcomes {
             algorithms: algorithms.to_vec(),
             table: out.into_inner().unwrap(),
-            networks: nets.iter().map(|(p, c, _)| (*p, *c)).collect(),
+            networks: nets.iter().map(|n| n.0).collect(),
         }
     }
 
-    pub fn network_index(&self, path: usize, changed: bool) -> usize {
+    pub fn network_index(&self, path: usize, changed: bool, class: usize) -> usize {
         self.networks
             .iter()
-            .position(|&n| n == (path, changed))
+            .position(|&n| n == (path, changed, class))
             .expect("simulated network")
     }
 

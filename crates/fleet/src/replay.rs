@@ -88,7 +88,12 @@ impl Policy {
 pub struct Expectation {
     pub goodput_bps: Vec<f64>,
     pub rtt_ms: Vec<f64>,
+    /// How long its connections last, s (shorter than the workload's
+    /// duration for transfers that complete).
+    pub lifetime_s: Vec<f64>,
     pub cost: Vec<f64>,
+    /// The best fixed algorithm on the path (over its size mix), and those
+    /// within [`BEST_MARGIN`] of it there.
     pub oracle: usize,
     pub best: Vec<bool>,
 }
@@ -102,10 +107,11 @@ pub const CONVERGED_SHARE: f64 = 0.8;
 /// each path cannot set.
 pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
     let seeds = o.seeds().max(1);
-    o.networks
+    let mut exp: Vec<Expectation> = o
+        .networks
         .iter()
         .enumerate()
-        .map(|(n, &(path, _))| {
+        .map(|(n, &(path, _, _))| {
             let k = o.algorithms.len();
             let mean = |f: &dyn Fn(usize, u32) -> f64, a: usize| {
                 (0..seeds).map(|s| f(a, s)).sum::<f64>() / seeds as f64
@@ -115,6 +121,9 @@ pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
                 .collect();
             let rtt: Vec<f64> = (0..k)
                 .map(|a| mean(&|a, s| o.get(n, a, s).rtt_ms, a))
+                .collect();
+            let lifetime: Vec<f64> = (0..k)
+                .map(|a| mean(&|a, s| o.get(n, a, s).lifetime_s, a))
                 .collect();
             let settable: Vec<bool> = o
                 .algorithms
@@ -139,22 +148,41 @@ pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
                     c
                 })
                 .collect();
-            let oracle = (0..k)
-                .filter(|&a| settable[a])
-                .min_by(|&a, &b| cost[a].total_cmp(&cost[b]))
-                .unwrap_or(0);
-            let best = (0..k)
-                .map(|a| settable[a] && cost[a] <= cost[oracle] + BEST_MARGIN)
-                .collect();
             Expectation {
                 goodput_bps: goodput,
                 rtt_ms: rtt,
+                lifetime_s: lifetime,
                 cost,
-                oracle,
-                best,
+                oracle: 0,
+                best: settable,
             }
         })
-        .collect()
+        .collect();
+    // The oracle knows the best fixed algorithm per path, not per
+    // connection size: the cheapest settable one over the size mix.
+    let total: f64 = w.sizes.iter().map(|z| z.weight).sum();
+    for n in 0..exp.len() {
+        let (path, changed, _) = o.networks[n];
+        let k = o.algorithms.len();
+        let mut path_cost = vec![0.0; k];
+        for (m, &(p, c, class)) in o.networks.iter().enumerate() {
+            if (p, c) == (path, changed) {
+                for (a, pc) in path_cost.iter_mut().enumerate() {
+                    *pc += exp[m].cost[a] * w.sizes[class].weight / total;
+                }
+            }
+        }
+        let settable = exp[n].best.clone();
+        let oracle = (0..k)
+            .filter(|&a| settable[a])
+            .min_by(|&a, &b| path_cost[a].total_cmp(&path_cost[b]))
+            .unwrap_or(0);
+        exp[n].oracle = oracle;
+        exp[n].best = (0..k)
+            .map(|a| settable[a] && path_cost[a] <= path_cost[oracle] + BEST_MARGIN)
+            .collect();
+    }
+    exp
 }
 
 /// One connection as played.
@@ -166,6 +194,8 @@ pub struct Played {
     /// After the path changed?
     pub changed: bool,
     pub network: usize,
+    /// Its size class (an index into the workload's sizes).
+    pub class: usize,
     /// The algorithm that ran (an index into the outcomes' algorithms).
     pub alg: usize,
     pub goodput_bps: f64,
@@ -199,6 +229,10 @@ pub struct Report {
     pub regret_bytes: f64,
     pub regret_rtt_ms: f64,
     pub regret_cost: f64,
+    /// The same against an oracle limited to the policy's own candidates:
+    /// how well it learned, apart from what it could choose from.
+    pub own_regret_bytes: f64,
+    pub own_regret_cost: f64,
     pub status: String,
     /// Path changes the policy detected (and so relearned).
     pub changes_detected: u64,
@@ -244,21 +278,31 @@ pub fn run_policy(w: &Workload, o: &Outcomes, policy: &mut Policy) -> Report {
         .collect();
     let kleinrock_cubic = cands.iter().position(|c| c == "cubic").unwrap_or(0);
     let seeds = o.seeds().max(1);
-    let n_samples = (w.duration / w.sample) as u32;
+    let unit = |rng: &mut SplitMix64| ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
 
-    // Arrivals.
-    let mut conns: Vec<(u64, usize, u32)> = Vec::new();
+    // Arrivals, and each connection's size class.
+    let total_weight: f64 = w.sizes.iter().map(|z| z.weight).sum();
+    let mut conns: Vec<(u64, usize, u32, usize)> = Vec::new();
     for (d, _) in dests.iter().enumerate() {
         let mut rng = SplitMix64::new(w.seed ^ (d as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut sizes =
+            SplitMix64::new(w.seed ^ (d as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03));
         let mut t = 0u64;
         for i in 0..w.connections {
-            let u = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-            t += (-u.ln() * w.gap as f64) as u64;
-            conns.push((t, d, i));
+            t += (-unit(&mut rng).ln() * w.gap as f64) as u64;
+            let mut class = 0;
+            if w.sizes.len() > 1 {
+                let mut x = unit(&mut sizes) * total_weight;
+                while class + 1 < w.sizes.len() && x > w.sizes[class].weight {
+                    x -= w.sizes[class].weight;
+                    class += 1;
+                }
+            }
+            conns.push((t, d, i, class));
         }
     }
     let mut heap = BinaryHeap::new();
-    for (c, &(t, _, _)) in conns.iter().enumerate() {
+    for (c, &(t, _, _, _)) in conns.iter().enumerate() {
         heap.push(Ev {
             at: std::cmp::Reverse(t),
             kind: std::cmp::Reverse(Kind::Start),
@@ -274,11 +318,11 @@ pub fn run_policy(w: &Workload, o: &Outcomes, policy: &mut Policy) -> Report {
         let t = ev.at.0;
         match ev.kind.0 {
             Kind::Start => {
-                let (_, d, i) = conns[c];
+                let (_, d, i, class) = conns[c];
                 let (path_i, addr) = dests[d];
                 let path = &w.paths[path_i];
                 let changed = path.after.as_ref().is_some_and(|(after, _)| i >= *after);
-                let network = o.network_index(path_i, changed);
+                let network = o.network_index(path_i, changed, class);
                 let seed = (rng.next_u64() % seeds as u64) as u32;
                 let unavailable = |spec: &str| path.unavailable.iter().any(|u| u == spec);
                 let p = peer(addr);
@@ -308,15 +352,16 @@ pub fn run_policy(w: &Workload, o: &Outcomes, policy: &mut Policy) -> Report {
                     switched: false,
                 });
                 // Samples strictly before the end, whose sample is the close.
-                for j in (0..n_samples).filter(|j| (*j as u64 + 1) * w.sample < w.duration) {
+                let out = o.get(network, alg, seed);
+                for (j, &(at, _)) in out.samples.iter().enumerate() {
                     heap.push(Ev {
-                        at: std::cmp::Reverse(t + (j as u64 + 1) * w.sample),
-                        kind: std::cmp::Reverse(Kind::Sample(j)),
+                        at: std::cmp::Reverse(t + (at * SEC as f64) as u64),
+                        kind: std::cmp::Reverse(Kind::Sample(j as u32)),
                         conn: std::cmp::Reverse(c),
                     });
                 }
                 heap.push(Ev {
-                    at: std::cmp::Reverse(t + w.duration),
+                    at: std::cmp::Reverse(t + (out.lifetime_s * SEC as f64) as u64),
                     kind: std::cmp::Reverse(Kind::End),
                     conn: std::cmp::Reverse(c),
                 });
@@ -364,6 +409,7 @@ pub fn run_policy(w: &Workload, o: &Outcomes, policy: &mut Policy) -> Report {
                     index: l.index,
                     changed: o.networks[l.network].1,
                     network: l.network,
+                    class: o.networks[l.network].2,
                     alg: l.alg,
                     goodput_bps: out.goodput_bps,
                     rtt_ms: out.rtt_ms,
@@ -380,13 +426,35 @@ pub fn run_policy(w: &Workload, o: &Outcomes, policy: &mut Policy) -> Report {
         regret_bytes: 0.0,
         regret_rtt_ms: 0.0,
         regret_cost: 0.0,
+        own_regret_bytes: 0.0,
+        own_regret_cost: 0.0,
         status: policy.status(),
         changes_detected: policy.changes_detected(),
     };
-    let dur_s = w.duration as f64 / SEC as f64;
+    // The best of the policy's own candidates on each network, where the
+    // host can set it.
+    let own_oracle: Vec<usize> = exp
+        .iter()
+        .enumerate()
+        .map(|(n, e)| {
+            let path = &w.paths[o.networks[n].0];
+            cand_index
+                .iter()
+                .copied()
+                .filter(|&a| !path.unavailable.contains(&o.algorithms[a]))
+                .min_by(|&a, &b| e.cost[a].total_cmp(&e.cost[b]))
+                .unwrap_or(e.oracle)
+        })
+        .collect();
     for p in &played {
         let e = &exp[p.network];
-        report.regret_bytes += (e.goodput_bps[e.oracle] - e.goodput_bps[p.alg]) * dur_s / 8.0;
+        let own = own_oracle[p.network];
+        // Bytes behind the oracle by the time the oracle's connection ends.
+        let bytes_short =
+            |best: usize| (e.goodput_bps[best] - e.goodput_bps[p.alg]) * e.lifetime_s[best] / 8.0;
+        report.own_regret_bytes += bytes_short(own);
+        report.own_regret_cost += e.cost[p.alg] - e.cost[own];
+        report.regret_bytes += bytes_short(e.oracle);
         report.regret_rtt_ms += e.rtt_ms[p.alg] - e.rtt_ms[e.oracle];
         report.regret_cost += e.cost[p.alg] - e.cost[e.oracle];
     }

@@ -9,6 +9,10 @@
 //! sample = "500ms"          # samples during a connection
 //! outcome_seeds = 4         # simulated outcomes per path and algorithm
 //! candidates = ["cubic", "bbr", ...]   # the Kleinrock selector's (default: all)
+//! sizes = [                 # optional; default all bulk
+//!   { size = "100KB", weight = 6 },     # a transfer: the connection ends when done
+//!   { size = "bulk", weight = 1 },      # bulk data for `duration`
+//! ]
 //!
 //! [[path]]
 //! name = "lossy LAN"
@@ -50,7 +54,16 @@ struct File {
     outcome_seeds: Option<S<i64>>,
     candidates: Option<Vec<S<String>>>,
     #[serde(default)]
+    sizes: Vec<SizeSection>,
+    #[serde(default)]
     path: Vec<PathSection>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct SizeSection {
+    size: S<String>,
+    weight: Option<S<f64>>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -95,6 +108,16 @@ pub struct PathType {
 }
 
 /// A whole workload.
+/// A class of connection sizes: `bytes` to transfer (`None`: bulk data for
+/// the workload's `duration`), drawn with probability proportional to
+/// `weight`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizeClass {
+    pub label: String,
+    pub bytes: Option<u64>,
+    pub weight: f64,
+}
+
 #[derive(Clone, Debug)]
 pub struct Workload {
     pub name: String,
@@ -106,6 +129,8 @@ pub struct Workload {
     pub outcome_seeds: u32,
     /// The Kleinrock selector's candidates (bpftune has its own four).
     pub candidates: Vec<String>,
+    /// The connection size distribution (one bulk class by default).
+    pub sizes: Vec<SizeClass>,
     pub paths: Vec<PathType>,
 }
 
@@ -249,6 +274,45 @@ impl Workload {
                 "{file}: `candidates` must include cubic, the system's default when another cannot be set"
             )));
         }
+        let mut sizes = Vec::new();
+        for z in &f.sizes {
+            let label = z.size.get_ref().clone();
+            let bytes = if label == "bulk" {
+                None
+            } else {
+                match kleinrock_sim::scenario::parse_bytes(&label) {
+                    Some(b) if b > 0 => Some(b),
+                    _ => {
+                        return cx.err(
+                            z.size.span(),
+                            format!("`size` = \"{label}\" is not a size; write e.g. \"100KB\", \"10MB\" or \"bulk\""),
+                        )
+                    }
+                }
+            };
+            let weight = match &z.weight {
+                None => 1.0,
+                Some(w) if w.get_ref().is_finite() && *w.get_ref() > 0.0 => *w.get_ref(),
+                Some(w) => {
+                    return cx.err(
+                        w.span(),
+                        format!("`weight` = {} is not a positive number", w.get_ref()),
+                    )
+                }
+            };
+            sizes.push(SizeClass {
+                label,
+                bytes,
+                weight,
+            });
+        }
+        if sizes.is_empty() {
+            sizes.push(SizeClass {
+                label: "bulk".into(),
+                bytes: None,
+                weight: 1.0,
+            });
+        }
         if f.path.is_empty() {
             return Err(ScenarioError(format!(
                 "{file}: no [[path]]; describe at least one path type"
@@ -325,11 +389,11 @@ impl Workload {
             sample,
             outcome_seeds,
             candidates,
+            sizes,
             paths,
         })
     }
 
-    /// Every destination: (path index, address).
     /// Every algorithm either policy may run: cubic (the system default, and
     /// the baseline), bpftune's candidates, then the workload's.
     pub fn algorithms(&self) -> Vec<String> {
@@ -345,6 +409,7 @@ impl Workload {
         all
     }
 
+    /// Every destination: (path index, address).
     pub fn destinations(&self) -> Vec<(usize, IpAddr)> {
         let mut out = Vec::new();
         for (i, p) in self.paths.iter().enumerate() {
@@ -423,6 +488,17 @@ loss = "0%"
             .collect();
         assert_eq!(d, ["10.0.0.254", "10.0.0.255", "10.0.1.0"]);
         assert_eq!(w.networks().len(), 2);
+        assert_eq!(w.sizes.len(), 1, "all bulk by default");
+        let with_sizes =
+            format!("sizes = [{{ size = \"1MB\", weight = 2 }}, {{ size = \"bulk\" }}]\n{OK}");
+        let w = Workload::parse(&with_sizes, "w.toml", None).unwrap();
+        assert_eq!(
+            w.sizes
+                .iter()
+                .map(|z| (z.bytes, z.weight))
+                .collect::<Vec<_>>(),
+            [(Some(1_000_000), 2.0), (None, 1.0)]
+        );
     }
 
     #[test]
@@ -455,6 +531,14 @@ loss = "0%"
             (
                 format!("candidates = [\"bbr\"]\n{OK}"),
                 "must include cubic",
+            ),
+            (
+                format!("sizes = [{{ size = \"huge\" }}]\n{OK}"),
+                "w.toml line 1: `size` = \"huge\" is not a size",
+            ),
+            (
+                format!("sizes = [{{ size = \"1MB\", weight = -1 }}]\n{OK}"),
+                "w.toml line 1: `weight` = -1 is not a positive number",
             ),
         ] {
             let e = Workload::parse(&bad, "w.toml", None).unwrap_err().0;

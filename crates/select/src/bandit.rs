@@ -71,6 +71,10 @@ pub struct Config {
     /// Consecutive surprises that mean the path changed; one surprise of
     /// the factor cubed is enough.
     pub change_after: u32,
+    /// Connections shorter than this many minimum RTTs are not learned
+    /// from: they end in or near slow start, and show the transfer's size
+    /// more than the algorithm's behaviour on the path.
+    pub min_rtts: u32,
 }
 
 impl Default for Config {
@@ -86,6 +90,7 @@ impl Default for Config {
             retry_unavailable: 50,
             change_factor: 1.3,
             change_after: 2,
+            min_rtts: 16,
         }
     }
 }
@@ -547,6 +552,14 @@ impl Bandit {
         if s.min_rtt_us == 0 && s.srtt_us == 0 {
             return; // no RTT measured: nothing to learn
         }
+        let base_rtt = if s.min_rtt_us > 0 {
+            s.min_rtt_us
+        } else {
+            s.srtt_us
+        };
+        if s.age_us > 0 && s.age_us < self.cfg.min_rtts as u64 * base_rtt as u64 {
+            return; // too short to show the path
+        }
         let seen = seen(s);
         let (k, gamma) = (self.cfg.candidates.len(), self.cfg.gamma);
         let cfg = &self.cfg;
@@ -819,6 +832,27 @@ mod tests {
         assert_eq!(peers.len(), 4096);
         assert_eq!(prefixes.len(), 1024);
         assert!(b.open.is_empty());
+    }
+
+    #[test]
+    fn a_connection_shorter_than_sixteen_rtts_is_not_learned_from() {
+        let mut b = Bandit::new(cfg(&["cubic", "bbr"]));
+        let (c, _) = b.choose(4);
+        let short = Sample {
+            age_us: 15 * 1000,
+            ..done(1000, 100)
+        };
+        b.close(c, &short);
+        assert!(b.peer_entry(4).is_none());
+        let (c, _) = b.choose(4);
+        b.close(
+            c,
+            &Sample {
+                age_us: 16 * 1000,
+                ..done(1000, 100)
+            },
+        );
+        assert_eq!(b.peer_entry(4).unwrap().conns, 1);
     }
 
     #[test]

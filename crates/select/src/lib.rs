@@ -68,6 +68,8 @@ pub struct Sample {
     /// Segments sent and retransmitted (`tp->segs_out`, `tp->total_retrans`).
     pub segs_out: u32,
     pub total_retrans: u32,
+    /// How long the connection has been open, µs (0: not known).
+    pub age_us: u64,
 }
 
 impl Sample {
