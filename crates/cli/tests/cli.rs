@@ -319,3 +319,38 @@ fn select_bad_input_gets_one_clear_sentence() {
     );
     assert_eq!(e.lines().count(), 1, "{e}");
 }
+
+#[test]
+fn kernel_load_refuses_bad_input_in_one_sentence_before_needing_root() {
+    for (args, expected) in [
+        (
+            &["kernel", "load", "bbr"][..],
+            "error: bbr has no BPF port yet; the ported algorithms are reno and cubic\n",
+        ),
+        (
+            &["kernel", "load", "cubicc"][..],
+            "error: unknown algorithm `cubicc`; valid algorithms are reno, bbr, cdg, vegas, htcp, dctcp, cubic\n",
+        ),
+        (
+            &["kernel", "load", "reno", "--name", "kr_reno_is_too_long"][..],
+            "error: the name `kr_reno_is_too_long` is 19 bytes and the kernel allows 15 (TCP_CA_NAME_MAX is 16 with the NUL); choose a shorter one\n",
+        ),
+        (
+            &["kernel", "load", "cubic:hystart=off:beta=768"][..],
+            "error: the derived name `kr_cubic_nohs_b768` is 18 bytes and the kernel allows 15; choose a shorter one with --name (e.g. --name kr_cubic_1)\n",
+        ),
+        (
+            &["kernel", "load", "reno", "cubic", "--name", "x"][..],
+            "error: --name names one algorithm, but more than one spec was given; load them one at a time\n",
+        ),
+        (
+            &["kernel", "load", "cubic", "cubic:hystart=on"][..],
+            "error: kr_cubic would be loaded twice; give each spec once\n",
+        ),
+    ] {
+        let o = kleinrock(args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {out}{err}");
+        assert_eq!(err, expected, "{args:?}");
+    }
+}

@@ -41,9 +41,12 @@ pub struct Loaded {
 }
 
 /// Loads the planned port, registers it under its name and pins the link,
-/// so that it stays registered after this process exits. Checks root,
-/// bpffs and the name first.
+/// so that it stays registered after this process exits. Checks that this
+/// build carries BPF, then root, bpffs and the name, before libbpf runs.
 pub fn load(plan: &Plan) -> Result<Loaded, Error> {
+    if let Some(why) = missing_bpf() {
+        return Err(Error(format!("cannot load {}: {why}", plan.name)));
+    }
     pins::check_can_load(&plan.name)?;
     load_checked(plan)
 }
@@ -53,23 +56,27 @@ fn load_checked(plan: &Plan) -> Result<Loaded, Error> {
     load::load(plan)
 }
 
-#[cfg(all(feature = "bpf", kleinrock_no_clang))]
-fn load_checked(plan: &Plan) -> Result<Loaded, Error> {
-    Err(Error(format!(
-        "cannot load {}: this kleinrock was built without clang, so it carries no BPF programs; \
-         install clang (apt-get install clang) and rebuild",
-        plan.name
-    )))
+#[cfg(not(all(feature = "bpf", not(kleinrock_no_clang))))]
+fn load_checked(_: &Plan) -> Result<Loaded, Error> {
+    unreachable!("load() stops at missing_bpf()")
 }
 
-#[cfg(not(feature = "bpf"))]
-fn load_checked(plan: &Plan) -> Result<Loaded, Error> {
-    Err(Error(format!(
-        "cannot load {}: this kleinrock was built without BPF support; rebuild it with \
-         `cargo build --release --features kernel` (needs clang, libelf-dev, zlib1g-dev and \
-         pkg-config, which ./scripts/test.sh installs)",
-        plan.name
-    )))
+/// Why this build cannot load anything, if it cannot.
+fn missing_bpf() -> Option<&'static str> {
+    if cfg!(not(feature = "bpf")) {
+        Some(
+            "this kleinrock was built without BPF support; rebuild it with \
+             `cargo build --release --features kernel` (needs clang, libelf-dev, zlib1g-dev \
+             and pkg-config, which ./scripts/test.sh installs)",
+        )
+    } else if cfg!(kleinrock_no_clang) {
+        Some(
+            "this kleinrock was built without clang, so it carries no BPF programs; \
+             install clang (apt-get install clang) and rebuild",
+        )
+    } else {
+        None
+    }
 }
 
 /// Can this build load algorithms at all (BPF compiled in)?
