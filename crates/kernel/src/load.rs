@@ -11,6 +11,7 @@ use crate::pins::{self, Paths};
 use crate::plan::{Plan, Port};
 use crate::{Error, Loaded};
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
+use kleinrock_cc::reno::RenoParams;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, PrintLevel};
 use std::fs;
@@ -27,11 +28,24 @@ mod cubic_skel {
     include!(concat!(env!("OUT_DIR"), "/cubic.skel.rs"));
 }
 
-/// The values of cubic.bpf.c's `friendly` and `slow_start_exit`.
-const FRIENDLY_LINUX: u32 = 0;
-const FRIENDLY_OFF: u32 = 3;
-const SS_EXIT_OFF: u32 = 0;
-const SS_EXIT_HYSTART: u32 = 1;
+/// cubic.bpf.c's `friendly` values.
+fn friendly_value(f: Friendly) -> u32 {
+    match f {
+        Friendly::Linux => 0,
+        Friendly::Eq4 => 1,
+        Friendly::NewReno => 2,
+        Friendly::Off => 3,
+    }
+}
+
+/// cubic.bpf.c's `slow_start_exit` values.
+fn slow_start_exit_value(s: SlowStartExit) -> u32 {
+    match s {
+        SlowStartExit::Off => 0,
+        SlowStartExit::Linux => 1,
+        SlowStartExit::HystartPP => 2,
+    }
+}
 
 /// libbpf's warnings (the verifier's log among them), kept for the error
 /// message instead of scrolled over the terminal.
@@ -56,7 +70,7 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
     LIBBPF_LOG.lock().map(|mut l| l.clear()).ok();
     let previous = libbpf_rs::set_print(Some((PrintLevel::Warn, keep_libbpf_message)));
     let result = match &plan.port {
-        Port::Reno => load_reno(&plan.name),
+        Port::Reno(p) => load_reno(&plan.name, p),
         Port::Cubic(p) => load_cubic(&plan.name, p),
     }
     .and_then(|mut l| {
@@ -113,12 +127,22 @@ fn refused(name: &str, stage: &str, e: libbpf_rs::Error) -> Error {
     ))
 }
 
-fn load_reno(name: &str) -> Result<Link, Error> {
+fn no_rodata(name: &str) -> Error {
+    Error(format!(
+        "cannot set {name}'s parameters: libbpf did not map the program's read-only data"
+    ))
+}
+
+fn load_reno(name: &str, p: &RenoParams) -> Result<Link, Error> {
     let mut obj = MaybeUninit::uninit();
     let mut open = reno_skel::RenoSkelBuilder::default()
         .open(&mut obj)
         .map_err(|e| refused(name, "open", e))?;
     open.struct_ops.kr_reno_mut().name = ca_name(name);
+    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
+        return Err(no_rodata(name));
+    };
+    ro.hystart_pp = p.hystart_pp as u32;
     let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
     skel.maps
         .kr_reno
@@ -133,23 +157,14 @@ fn load_cubic(name: &str, p: &CubicParams) -> Result<Link, Error> {
         .map_err(|e| refused(name, "open", e))?;
     open.struct_ops.kr_cubic_mut().name = ca_name(name);
     let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
-        return Err(Error(format!(
-            "cannot set {name}'s parameters: libbpf did not map cubic's read-only data"
-        )));
+        return Err(no_rodata(name));
     };
     ro.fast_convergence = p.fast_convergence as u32;
     ro.beta = p.beta;
     ro.initial_ssthresh = p.initial_ssthresh;
     ro.bic_scale = p.bic_scale;
-    // plan() refuses the estimators and exits that have no port yet.
-    ro.friendly = match p.friendly {
-        Friendly::Off => FRIENDLY_OFF,
-        _ => FRIENDLY_LINUX,
-    };
-    ro.slow_start_exit = match p.hystart {
-        SlowStartExit::Off => SS_EXIT_OFF,
-        _ => SS_EXIT_HYSTART,
-    };
+    ro.friendly = friendly_value(p.friendly);
+    ro.slow_start_exit = slow_start_exit_value(p.hystart);
     ro.hystart_detect = p.hystart_cfg.detect as u32;
     ro.hystart_low_window = p.hystart_cfg.low_window;
     ro.hystart_ack_delta_us = p.hystart_cfg.ack_delta_us;

@@ -15,7 +15,10 @@
 //! | parameter | token |
 //! | --- | --- |
 //! | `hystart=off` | `nohs` |
+//! | `hystart=hspp` (HyStart++) | `hspp` |
 //! | `friendly=off` (`tcp_friendliness=0`) | `nofr` |
+//! | `friendly=eq4` | `eq4` |
+//! | `friendly=newreno` | `nr` |
 //! | `beta=N` | `bN` |
 //! | `fast_convergence=0` | `nofc` |
 //! | `bic_scale=N` | `cN` |
@@ -24,13 +27,14 @@
 //! | `hystart_low_window=N` | `lwN` |
 //! | `hystart_ack_delta_us=N` | `adN` |
 //!
-//! so `cubic:hystart=off` is `kr_cubic_nohs` and `cubic:beta=768` is
-//! `kr_cubic_b768`. A derived name longer than 15 bytes is refused with a
+//! so `cubic:hystart=off` is `kr_cubic_nohs`, `cubic:beta=768` is
+//! `kr_cubic_b768` and `reno:hystart=hspp` is `kr_reno_hspp`. A derived name longer than 15 bytes is refused with a
 //! hint to choose one with `--name`.
 
 use crate::Error;
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
 use kleinrock_cc::ops::CongestionControl;
+use kleinrock_cc::reno::RenoParams;
 use kleinrock_cc::spec::Algorithm;
 
 /// The kernel's `TCP_CA_NAME_MAX` less the terminating NUL.
@@ -42,8 +46,8 @@ pub const NAME_PREFIX: &str = "kr_";
 /// A BPF port and its parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Port {
-    /// `reno.bpf.c`: no parameters.
-    Reno,
+    /// `reno.bpf.c`, optionally with HyStart++.
+    Reno(RenoParams),
     /// `cubic.bpf.c`, with the kernel module's parameters.
     Cubic(CubicParams),
 }
@@ -65,21 +69,17 @@ pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
     let canonical = algorithm.spec();
     let (port, tokens) = match &algorithm {
         Algorithm::Reno(r) => {
-            if r.params().hystart_pp {
-                return Err(not_yet(&canonical, "load plain `reno`"));
-            }
-            (Port::Reno, Vec::new())
+            let p = *r.params();
+            let tokens = if p.hystart_pp {
+                vec!["hspp".to_string()]
+            } else {
+                Vec::new()
+            };
+            (Port::Reno(p), tokens)
         }
         Algorithm::Cubic(c) => {
             let p = *c.params();
-            let tokens = cubic_tokens(&p).map_err(|what| {
-                not_yet(
-                    &format!("cubic:{what}"),
-                    "the cubic port takes hystart=on|off, friendly=linux|off, beta, \
-                     fast_convergence, bic_scale, initial_ssthresh and the hystart_* tunables",
-                )
-            })?;
-            (Port::Cubic(p), tokens)
+            (Port::Cubic(p), cubic_tokens(&p))
         }
         other => {
             return Err(Error(format!(
@@ -106,31 +106,26 @@ impl Port {
     /// The algorithm's name in specs and in the BPF file's name.
     pub fn algorithm(&self) -> &'static str {
         match self {
-            Port::Reno => "reno",
+            Port::Reno(_) => "reno",
             Port::Cubic(_) => "cubic",
         }
     }
 }
 
-fn not_yet(spec: &str, instead: &str) -> Error {
-    Error(format!("{spec} is not ported to BPF yet; {instead}"))
-}
-
-/// The name tokens of CUBIC's non-default parameters, or the parameter
-/// (`hystart=hspp`) that has no BPF port yet.
-fn cubic_tokens(p: &CubicParams) -> Result<Vec<String>, &'static str> {
+/// The name tokens of CUBIC's non-default parameters.
+fn cubic_tokens(p: &CubicParams) -> Vec<String> {
     let d = CubicParams::default();
     let mut t = Vec::new();
     match p.hystart {
         SlowStartExit::Linux => {}
         SlowStartExit::Off => t.push("nohs".to_string()),
-        SlowStartExit::HystartPP => return Err("hystart=hspp"),
+        SlowStartExit::HystartPP => t.push("hspp".to_string()),
     }
     match p.friendly {
         Friendly::Linux => {}
         Friendly::Off => t.push("nofr".to_string()),
-        Friendly::Eq4 => return Err("friendly=eq4"),
-        Friendly::NewReno => return Err("friendly=newreno"),
+        Friendly::Eq4 => t.push("eq4".to_string()),
+        Friendly::NewReno => t.push("nr".to_string()),
     }
     if p.beta != d.beta {
         t.push(format!("b{}", p.beta));
@@ -154,7 +149,7 @@ fn cubic_tokens(p: &CubicParams) -> Result<Vec<String>, &'static str> {
     if h.ack_delta_us != hd.ack_delta_us {
         t.push(format!("ad{}", h.ack_delta_us));
     }
-    Ok(t)
+    t
 }
 
 /// `kr_<algorithm>[_<token>...]`, if it fits in [`NAME_MAX`].
@@ -219,7 +214,12 @@ mod tests {
     #[test]
     fn each_parameter_adds_its_token() {
         assert_eq!(name_of("cubic:hystart=off"), "kr_cubic_nohs");
+        assert_eq!(name_of("cubic:hystart=hspp"), "kr_cubic_hspp");
+        assert_eq!(name_of("reno:hystart=hspp"), "kr_reno_hspp");
         assert_eq!(name_of("cubic:tcp_friendliness=0"), "kr_cubic_nofr");
+        assert_eq!(name_of("cubic:friendly=off"), "kr_cubic_nofr");
+        assert_eq!(name_of("cubic:friendly=eq4"), "kr_cubic_eq4");
+        assert_eq!(name_of("cubic:friendly=newreno"), "kr_cubic_nr");
         assert_eq!(name_of("cubic:beta=768"), "kr_cubic_b768");
         assert_eq!(name_of("cubic:fast_convergence=0"), "kr_cubic_nofc");
         assert_eq!(name_of("cubic:bic_scale=82"), "kr_cubic_c82");
@@ -269,18 +269,15 @@ mod tests {
     }
 
     #[test]
-    fn unported_specs_say_what_is() {
+    fn unported_algorithms_say_which_are() {
         assert_eq!(
             name_of("bbr"),
             "bbr has no BPF port yet; the ported algorithms are reno and cubic"
         );
         assert_eq!(
-            name_of("reno:hystart=hspp"),
-            "reno:hystart=hspp is not ported to BPF yet; load plain `reno`"
+            name_of("dctcp"),
+            "dctcp has no BPF port yet; the ported algorithms are reno and cubic"
         );
-        assert!(name_of("cubic:friendly=eq4")
-            .starts_with("cubic:friendly=eq4 is not ported to BPF yet; the cubic port takes"));
-        assert!(name_of("cubic:hystart=hspp").starts_with("cubic:hystart=hspp is not ported"));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! and unloads them. Needs root, bpffs (mounted here if missing) and a
 //! kernel with BTF and struct_ops; otherwise it says why and skips.
 //!
+//! Two cubic instances with different parameters run side by side.
+//!
 //! The instances are registered as `krt_reno` and `krt_cubic` rather than
 //! the default `kr_reno` and `kr_cubic`, so the test neither trips over nor
 //! unloads what an operator has loaded on the same machine.
@@ -18,6 +20,9 @@ use kleinrock_kernel::plan::plan;
 
 const RENO: &str = "krt_reno";
 const CUBIC: &str = "krt_cubic";
+/// A second cubic, with other parameters, beside the first.
+const CUBIC_VARIANT: &str = "krt_cubic_var";
+const VARIANT_SPEC: &str = "cubic:hystart=hspp:friendly=newreno:beta=768";
 const TRANSFER: usize = 50 << 20;
 
 /// Why this machine cannot run the test, if it cannot.
@@ -141,7 +146,7 @@ fn transfer(ca: &str, bytes: usize) -> (usize, TcpStream) {
 }
 
 fn unload_leftovers() {
-    for name in [RENO, CUBIC] {
+    for name in [RENO, CUBIC, CUBIC_VARIANT] {
         let _ = Paths::system().unload(name, Duration::from_secs(2));
     }
 }
@@ -153,20 +158,30 @@ fn reno_and_cubic_carry_loopback_traffic_and_unload() {
         return;
     }
     unload_leftovers();
-    for (spec, name) in [("reno", RENO), ("cubic", CUBIC)] {
+    for (spec, name) in [
+        ("reno", RENO),
+        ("cubic", CUBIC),
+        (VARIANT_SPEC, CUBIC_VARIANT),
+    ] {
         let p = plan(spec, Some(name)).unwrap();
         let loaded = kleinrock_kernel::load(&p).unwrap_or_else(|e| panic!("{e}"));
         assert!(loaded.link.exists());
     }
     let listed = available();
-    assert!(listed.iter().any(|n| n == RENO), "{listed:?}");
-    assert!(listed.iter().any(|n| n == CUBIC), "{listed:?}");
+    for name in [RENO, CUBIC, CUBIC_VARIANT] {
+        assert!(listed.iter().any(|n| n == name), "{name} in {listed:?}");
+    }
     let pinned: Vec<_> = Paths::system().list().unwrap();
     let cubic = pinned.iter().find(|p| p.name == CUBIC).unwrap();
     assert_eq!(cubic.spec.as_deref(), Some("cubic"));
     assert!(cubic.registered && cubic.linked);
+    let variant = pinned.iter().find(|p| p.name == CUBIC_VARIANT).unwrap();
+    assert_eq!(
+        variant.spec.as_deref(),
+        Some("cubic:hystart=hspp:friendly=newreno:beta=768")
+    );
 
-    for name in [RENO, CUBIC] {
+    for name in [RENO, CUBIC, CUBIC_VARIANT] {
         let (got, tx) = transfer(name, TRANSFER);
         assert_eq!(got, TRANSFER, "{name}");
         assert_eq!(congestion_of(&tx), name);
@@ -176,7 +191,7 @@ fn reno_and_cubic_carry_loopback_traffic_and_unload() {
     // kernel's list at once, the socket keeps its ops (and keeps sending)
     // until it closes.
     let (_, mut busy) = transfer(CUBIC, 1 << 20);
-    for name in [RENO, CUBIC] {
+    for name in [RENO, CUBIC, CUBIC_VARIANT] {
         let gone = Paths::system()
             .unload(name, Duration::from_secs(2))
             .unwrap();
@@ -184,7 +199,9 @@ fn reno_and_cubic_carry_loopback_traffic_and_unload() {
     }
     let listed = available();
     assert!(
-        !listed.iter().any(|n| n == RENO || n == CUBIC),
+        !listed
+            .iter()
+            .any(|n| [RENO, CUBIC, CUBIC_VARIANT].contains(&n.as_str())),
         "{listed:?}"
     );
     assert_eq!(congestion_of(&busy), CUBIC);

@@ -21,10 +21,14 @@
  * live in read-only data the loader sets before load, so kr_cubic and a
  * kr_cubic_nohs with hystart off can run side by side.
  *
- * Not yet: friendly=eq4|newreno and hystart=hspp from crates/cc (the
- * parameter slots are here; the loader refuses them until they are ported).
+ * Two choices beyond the kernel's parameters, from crates/cc: friendly=
+ * picks the TCP-friendly estimator (Linux's ACK counting, RFC 8312 Eq. 4 on
+ * the jiffies clock as stock FreeBSD computed it, FreeBSD's NewReno
+ * emulation, or none), and hystart=hspp replaces slow start with HyStart++
+ * (RFC 9406, hystart_pp.bpf.h).
  */
 #include "kleinrock.bpf.h"
+#include "hystart_pp.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -48,14 +52,14 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* The TCP-friendly estimator (friendly=). */
 #define FRIENDLY_LINUX		0	/* count ACKs at Reno's rate */
-#define FRIENDLY_EQ4		1	/* not yet */
-#define FRIENDLY_NEWRENO	2	/* not yet */
+#define FRIENDLY_EQ4		1	/* RFC 8312 Eq. 4 in jiffies */
+#define FRIENDLY_NEWRENO	2	/* FreeBSD D46546: emulate NewReno */
 #define FRIENDLY_OFF		3	/* tcp_friendliness=0 */
 
 /* The slow-start exit (hystart=). */
 #define SS_EXIT_OFF		0	/* hystart=0: exit on loss only */
 #define SS_EXIT_HYSTART		1	/* Linux HyStart, the default */
-#define SS_EXIT_HSPP		2	/* HyStart++, RFC 9406: not yet */
+#define SS_EXIT_HSPP		2	/* HyStart++, RFC 9406 */
 
 /* Set by the loader before load; these are the kernel's defaults. */
 const volatile __u32 fast_convergence = 1;
@@ -70,7 +74,8 @@ const volatile __u32 hystart_ack_delta_us = 2000;
 
 /*
  * struct bictcp, member for member as in tcp_cubic.c so that a tool reading
- * icsk_ca_priv finds the kernel's layout (60 of the 104 bytes).
+ * icsk_ca_priv finds the kernel's layout, then HyStart++'s state: 92 of the
+ * 104 bytes.
  */
 struct bictcp {
 	__u32 cnt;		/* ACKed segments per segment of growth */
@@ -90,7 +95,10 @@ struct bictcp {
 	__u32 end_seq;		/* HyStart: the round ends when this is ACKed */
 	__u32 last_ack;		/* HyStart: last ACK of the train, us */
 	__u32 curr_rtt;		/* HyStart: minimum RTT of the round, us */
+	struct hystart_pp hspp;	/* Kleinrock's: used with hystart=hspp */
 };
+
+_Static_assert(sizeof(struct bictcp) <= 104, "icsk_ca_priv is 104 bytes");
 
 /* Reno's AIMD-equivalent growth as ACKs per segment * 8 / cwnd (15). */
 static __always_inline __u32 beta_scale(void)
@@ -102,6 +110,13 @@ static __always_inline __u32 beta_scale(void)
 static __always_inline __u32 cube_rtt_scale(void)
 {
 	return bic_scale * 10;
+}
+
+/* Eq. 4's 3(1 - beta)/(1 + beta) in 1/1024 units (541 for beta = 717). */
+static __always_inline __u32 alpha_eq4(void)
+{
+	return 3 * (BICTCP_BETA_SCALE - beta) * BICTCP_BETA_SCALE /
+	       (BICTCP_BETA_SCALE + beta);
 }
 
 /* 2^40 / (bic_scale * 10): turns (W_max - cwnd) into K^3 in 2^-10 s. */
@@ -218,6 +233,7 @@ void BPF_PROG(kr_cubic_init, struct sock *sk)
 	struct bictcp *ca = inet_csk_ca(sk);
 
 	bictcp_reset(ca);
+	hspp_reset(&ca->hspp);
 	if (slow_start_exit == SS_EXIT_HYSTART)
 		bictcp_hystart_reset(sk);
 	else if (slow_start_exit == SS_EXIT_OFF && initial_ssthresh)
@@ -303,24 +319,71 @@ static __always_inline __u32 cubic_cnt(const struct bictcp *ca, __u32 now,
 }
 
 /*
- * Linux's TCP-friendly region: Reno gains one segment per
- * cwnd * beta_scale / 8 ACKs; cap cnt so cwnd keeps up with that estimate.
- * The kernel's "while (ack_cnt > delta)" loop is taken in closed form (the
- * verifier wants bounded loops); the Rust does the same, and leaves the
- * counters alone for delta == 0, where the kernel would spin forever.
+ * Linux: Reno gains one segment per cwnd * beta_scale / 8 ACKs. The
+ * kernel's "while (ack_cnt > delta)" loop is taken in closed form (the
+ * verifier wants bounded loops), as the Rust does; both leave the counters
+ * alone for delta == 0, where the kernel would spin forever.
  */
-static __always_inline void apply_friendliness(struct bictcp *ca, __u32 cwnd)
+static __always_inline void count_reno_acks(struct bictcp *ca, __u32 cwnd)
 {
-	__u32 delta, n;
+	__u32 delta = (cwnd * beta_scale()) >> 3;
+	__u32 n;
 
-	if (friendly == FRIENDLY_OFF)
-		return;
-	delta = (cwnd * beta_scale()) >> 3;
 	if (delta && ca->ack_cnt > delta) {
 		n = (ca->ack_cnt - 1) / delta;
 		ca->ack_cnt -= n * delta;
 		ca->tcp_cwnd += n;
 	}
+}
+
+/* FreeBSD D46546: NewReno's window, one segment per window of ACKs. */
+static __always_inline void emulate_newreno(struct bictcp *ca)
+{
+	__u32 w = max(ca->tcp_cwnd, 1U);
+	__u32 n;
+
+	if (ca->ack_cnt >= w) {
+		n = ca->ack_cnt / w;
+		ca->ack_cnt -= n * w;
+		ca->tcp_cwnd += n;
+	}
+}
+
+/*
+ * RFC 8312 Eq. 4 as stock FreeBSD computed it: W_est = W_max * beta +
+ * 3(1 - beta)/(1 + beta) * t / RTT, t and the RTT both in whole jiffies,
+ * the RTT at least one. On a coarse clock and a sub-millisecond path the
+ * RTT reads as a whole tick and W_est barely grows (seed 001's collapse).
+ */
+static __always_inline void estimate_eq4(const struct sock *sk,
+					 struct bictcp *ca, __u32 now)
+{
+	__s32 elapsed = now - ca->epoch_start;
+	__u64 t_ticks = elapsed > 0 ? elapsed : 0;
+	__u64 rtt_ticks = max(usecs_to_jiffies(tcp_sk(sk)->srtt_us >> 3), 1ULL);
+	__u64 w_max_beta = (__u64)ca->last_max_cwnd * beta;
+	__u64 growth = (__u64)alpha_eq4() * t_ticks / rtt_ticks;
+	__u64 w_est = (w_max_beta + growth) >> 10;
+
+	ca->tcp_cwnd = min(w_est, 0xffffffffULL);
+}
+
+/*
+ * The TCP-friendly region: cap cnt so that cwnd grows at least as fast as
+ * the estimated Reno window tcp_cwnd.
+ */
+static __always_inline void apply_friendliness(const struct sock *sk,
+					       struct bictcp *ca, __u32 now,
+					       __u32 cwnd)
+{
+	if (friendly == FRIENDLY_OFF)
+		return;
+	if (friendly == FRIENDLY_LINUX)
+		count_reno_acks(ca, cwnd);
+	else if (friendly == FRIENDLY_NEWRENO)
+		emulate_newreno(ca);
+	else
+		estimate_eq4(sk, ca, now);
 	if (ca->tcp_cwnd > cwnd) {
 		__u32 max_cnt = cwnd / (ca->tcp_cwnd - cwnd);
 
@@ -330,28 +393,36 @@ static __always_inline void apply_friendliness(struct bictcp *ca, __u32 cwnd)
 }
 
 /* bictcp_update(): recompute cnt for the current cwnd. */
-static __always_inline void bictcp_update(struct bictcp *ca, __u32 cwnd,
+static __always_inline void bictcp_update(const struct sock *sk,
+					  struct bictcp *ca, __u32 cwnd,
 					  __u32 acked)
 {
 	__u32 now = tcp_jiffies32;
+	bool hold;
 
 	ca->ack_cnt += acked;
 
-	/* Nothing changed and the last computation is recent (1/32 s). */
-	if (ca->last_cwnd == cwnd &&
-	    (__s32)(now - ca->last_time) <= (__s32)(HZ / 32))
+	/*
+	 * Nothing changed and the last computation is recent (1/32 s): the
+	 * kernel skips everything, friendliness included. FreeBSD evaluates
+	 * its estimate on every ACK, so its two estimators do here too (as in
+	 * crates/cc); only the cubic function is held.
+	 */
+	hold = ca->last_cwnd == cwnd &&
+	       (__s32)(now - ca->last_time) <= (__s32)(HZ / 32);
+	if (hold && (friendly == FRIENDLY_LINUX || friendly == FRIENDLY_OFF))
 		return;
 
 	/* The cubic function is evaluated at most once per jiffy; any cwnd
 	 * reduction clears epoch_start and forces a recomputation. */
-	if (ca->epoch_start == 0 || now != ca->last_time) {
+	if (!hold && (ca->epoch_start == 0 || now != ca->last_time)) {
 		ca->last_cwnd = cwnd;
 		ca->last_time = now;
 		if (ca->epoch_start == 0)
 			start_epoch(ca, now, cwnd, acked);
 		ca->cnt = cubic_cnt(ca, now, cwnd);
 	}
-	apply_friendliness(ca, cwnd);
+	apply_friendliness(sk, ca, now, cwnd);
 	/* At most one segment per two ACKed: 1.5x per round trip. */
 	ca->cnt = max(ca->cnt, 2U);
 }
@@ -365,11 +436,14 @@ void BPF_PROG(kr_cubic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	if (!tcp_is_cwnd_limited(sk))
 		return;
 	if (tcp_in_slow_start(tp)) {
-		acked = tcp_slow_start(tp, acked);
+		if (slow_start_exit == SS_EXIT_HSPP)
+			acked = hspp_slow_start(sk, &ca->hspp, acked);
+		else
+			acked = tcp_slow_start(tp, acked);
 		if (!acked)
 			return;
 	}
-	bictcp_update(ca, tp->snd_cwnd, acked);
+	bictcp_update(sk, ca, tp->snd_cwnd, acked);
 	tcp_cong_avoid_ai(tp, ca->cnt, acked);
 }
 
@@ -381,6 +455,7 @@ __u32 BPF_PROG(kr_cubic_recalc_ssthresh, struct sock *sk)
 	__u32 cwnd = tp->snd_cwnd;
 
 	ca->epoch_start = 0;	/* end of epoch */
+	hspp_on_loss(&ca->hspp);
 
 	/* Fast convergence: a loss below the last W_max means a new flow is
 	 * taking its share; remember a lower W_max, (1 + beta) / 2 of cwnd. */
@@ -479,30 +554,41 @@ static __always_inline void hystart_update(struct sock *sk, __u32 delay)
 		check_delay(sk, ca, delay);
 }
 
+/*
+ * Track the minimum RTT; false when the sample is absent or skipped.
+ * Samples right after fast recovery are inflated by the queue that caused
+ * the loss: the first second of an epoch is skipped.
+ */
+static __always_inline bool track_delay_min(struct bictcp *ca, __s32 rtt_us,
+					    __u32 *delay)
+{
+	if (rtt_us < 0)
+		return false;
+	if (ca->epoch_start &&
+	    (__s32)(tcp_jiffies32 - ca->epoch_start) < (__s32)HZ)
+		return false;
+	*delay = max((__u32)rtt_us, 1U);
+	if (ca->delay_min == 0 || ca->delay_min > *delay)
+		ca->delay_min = *delay;
+	return true;
+}
+
 SEC("struct_ops")
 void BPF_PROG(kr_cubic_acked, struct sock *sk, const struct ack_sample *sample)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	struct bictcp *ca = inet_csk_ca(sk);
-	__u32 delay;
+	__s32 rtt_us = sample->rtt_us;
+	__u32 delay = 0;
+	bool sampled = track_delay_min(ca, rtt_us, &delay);
 
-	if (sample->rtt_us < 0)
-		return;
-	/* Samples right after fast recovery are inflated by the queue that
-	 * caused the loss: skip the first second of an epoch. */
-	if (ca->epoch_start &&
-	    (__s32)(tcp_jiffies32 - ca->epoch_start) < (__s32)HZ)
-		return;
-
-	delay = sample->rtt_us;
-	if (delay == 0)
-		delay = 1;
-	if (ca->delay_min == 0 || ca->delay_min > delay)
-		ca->delay_min = delay;
-
-	if (slow_start_exit == SS_EXIT_HYSTART && !ca->found &&
-	    tcp_in_slow_start(tp))
-		hystart_update(sk, delay);
+	if (slow_start_exit == SS_EXIT_HYSTART) {
+		if (sampled && !ca->found && tcp_in_slow_start(tp))
+			hystart_update(sk, delay);
+	} else if (slow_start_exit == SS_EXIT_HSPP) {
+		/* HyStart++ sees every ACK: its rounds advance without RTTs. */
+		hspp_on_ack(sk, &ca->hspp, rtt_us);
+	}
 }
 
 SEC("struct_ops")
