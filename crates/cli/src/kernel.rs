@@ -130,6 +130,10 @@ fn unload(names: Vec<String>, all: bool) -> Result<ExitCode, Failure> {
     if names.is_empty() {
         println!("nothing to unload");
     }
+    // Refuse before unloading any, so --all does all or nothing here.
+    for name in &names {
+        paths.check_not_default(name)?;
+    }
     for name in names {
         match paths.unload(&name, UNLOAD_WAIT)? {
             Unloaded::Gone => println!("unloaded {name}"),

@@ -33,6 +33,8 @@ pub struct Paths {
     pub bpffs: PathBuf,
     /// The kernel's list of registered congestion controls.
     pub available: PathBuf,
+    /// This network namespace's default congestion control.
+    pub default: PathBuf,
 }
 
 impl Paths {
@@ -40,6 +42,7 @@ impl Paths {
         Paths {
             bpffs: PathBuf::from("/sys/fs/bpf"),
             available: PathBuf::from("/proc/sys/net/ipv4/tcp_available_congestion_control"),
+            default: PathBuf::from("/proc/sys/net/ipv4/tcp_congestion_control"),
         }
     }
 
@@ -154,10 +157,27 @@ impl Paths {
         Ok(out)
     }
 
+    /// Refuses to unload the namespace's default: the kernel would drop the
+    /// name from its list but keep handing the unregistered ops to every
+    /// new socket until the default changes (seen on Linux 6.18).
+    pub fn check_not_default(&self, name: &str) -> Result<(), Error> {
+        let default = fs::read_to_string(&self.default).unwrap_or_default();
+        if default.trim() == name {
+            return Err(Error(format!(
+                "{name} is this namespace's default congestion control, and new sockets would \
+                 keep getting it after unload; set another default first \
+                 (`sysctl -w net.ipv4.tcp_congestion_control=cubic`)"
+            )));
+        }
+        Ok(())
+    }
+
     /// Removes `name`'s pins; the kernel then unregisters it (once no other
     /// link holds it). Waits up to `wait` for the name to leave the kernel's
-    /// list and says whether it did.
+    /// list and says whether it did. Sockets already using it keep it until
+    /// they close.
     pub fn unload(&self, name: &str, wait: Duration) -> Result<Unloaded, Error> {
+        self.check_not_default(name)?;
         let dir = self.dir(name);
         if !dir.is_dir() {
             if self.is_registered(name)? {
@@ -289,9 +309,11 @@ mod tests {
         let paths = Paths {
             bpffs: dir.join("bpf"),
             available: dir.join("available"),
+            default: dir.join("default"),
         };
         fs::create_dir_all(&paths.bpffs).unwrap();
         fs::write(&paths.available, available).unwrap();
+        fs::write(&paths.default, "cubic\n").unwrap();
         paths
     }
 
@@ -370,10 +392,17 @@ mod tests {
             p.unload("kr_cubic_nohs", Duration::ZERO).unwrap_err().0,
             "nothing named kr_cubic_nohs is loaded; `kleinrock kernel list` shows what is"
         );
-        let e = p.unload("cubic", Duration::ZERO).unwrap_err().0;
+        let e = p.unload("reno", Duration::ZERO).unwrap_err().0;
         assert!(
-            e.starts_with("cubic is registered but kleinrock did not load it"),
+            e.starts_with("reno is registered but kleinrock did not load it"),
             "{e}"
+        );
+        fs::write(&p.default, "kr_cubic\n").unwrap();
+        assert_eq!(
+            p.unload("kr_cubic", Duration::ZERO).unwrap_err().0,
+            "kr_cubic is this namespace's default congestion control, and new sockets would \
+             keep getting it after unload; set another default first \
+             (`sysctl -w net.ipv4.tcp_congestion_control=cubic`)"
         );
         fs::remove_dir_all(d).unwrap();
     }
