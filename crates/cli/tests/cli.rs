@@ -354,3 +354,43 @@ fn kernel_load_refuses_bad_input_in_one_sentence_before_needing_root() {
         assert_eq!(err, expected, "{args:?}");
     }
 }
+
+#[test]
+fn kernel_load_and_unload_without_root_say_to_use_sudo() {
+    // As root, drop to nobody for the call (setpriv, util-linux); as anyone
+    // else, the call is already unprivileged.
+    let bin = env!("CARGO_BIN_EXE_kleinrock");
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let run = |args: &[&str]| -> Option<Output> {
+        let mut c = if root {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+            c
+        } else {
+            Command::new(bin)
+        };
+        c.args(args).output().ok()
+    };
+    let Some(o) = run(&["kernel", "unload", "kr_cubic"]) else {
+        eprintln!("skipped: setpriv is not installed");
+        return;
+    };
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "error: unloading congestion control needs root (CAP_BPF, CAP_NET_ADMIN and access to \
+         /sys/fs/bpf); run it with sudo\n"
+    );
+    let o = run(&["kernel", "load", "cubic"]).unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    // A build without BPF says so first; one with BPF asks for root.
+    assert!(
+        err.starts_with("error: loading congestion control into the kernel needs root")
+            || err.starts_with("error: cannot load kr_cubic: this kleinrock was built without"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
