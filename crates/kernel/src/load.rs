@@ -100,8 +100,9 @@ fn ca_name(name: &str) -> [std::ffi::c_char; 16] {
     out
 }
 
-/// One sentence for a libbpf failure, with the first line of its log; the
-/// whole log (the verifier's, when it refused) goes to a file.
+/// One sentence for a libbpf failure at `stage` ("open", "load" (CO-RE
+/// and the verifier), "register"), with the first line of libbpf's log;
+/// the whole log (the verifier's, when it refused) goes to a file.
 fn refused(name: &str, stage: &str, e: libbpf_rs::Error) -> Error {
     let log = LIBBPF_LOG.lock().map(|l| l.clone()).unwrap_or_default();
     let first = log
@@ -110,21 +111,19 @@ fn refused(name: &str, stage: &str, e: libbpf_rs::Error) -> Error {
         .unwrap_or("")
         .trim();
     let saved = std::env::temp_dir().join(format!("kleinrock-{name}-libbpf.log"));
-    let where_log = match fs::write(&saved, &log) {
-        Ok(()) if !log.is_empty() => format!("; libbpf's full log is in {}", saved.display()),
-        _ => String::new(),
+    let where_log = if !log.is_empty() && fs::write(&saved, &log).is_ok() {
+        format!("; libbpf's full log is in {}", saved.display())
+    } else {
+        String::new()
     };
-    let exists = e.kind() == libbpf_rs::ErrorKind::AlreadyExists;
-    let hint = if exists {
+    let hint = if e.kind() == libbpf_rs::ErrorKind::AlreadyExists {
         "; the name was taken meanwhile, choose another with --name".to_string()
     } else if first.is_empty() {
         String::new()
     } else {
         format!(" ({first})")
     };
-    Error(format!(
-        "the kernel refused to {stage} {name}: {e}{hint}{where_log}"
-    ))
+    Error(format!("could not {stage} {name}: {e}{hint}{where_log}"))
 }
 
 fn no_rodata(name: &str) -> Error {
