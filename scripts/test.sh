@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kleinrock's whole test suite, runnable on a fresh machine: installs what
 # is missing (a C linker, the Rust toolchain, rustfmt and clippy, Python's
-# venv and, in target/flent-venv, flent 2.3 from PyPI), then checks
+# venv and, in target/flent-venv, flent 2.3 from PyPI; clang, libelf, zlib,
+# pkg-config, bpftool and iperf3 for the BPF ports), then checks
 # formatting, lints with warnings as errors, and runs every test.
 # Exits non-zero on the first failure. CI runs exactly this (.ci/run).
 set -euo pipefail
@@ -23,6 +24,15 @@ command -v cc >/dev/null || missing+=(build-essential)
 command -v cargo >/dev/null || missing+=(cargo rustc)
 command -v python3 >/dev/null || missing+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+# The BPF ports (crates/kernel): clang compiles them, libbpf-sys builds
+# libbpf against libelf and zlib found through pkg-config; bpftool inspects
+# what is loaded and iperf3 drives traffic through it in the root-only test.
+command -v clang >/dev/null || missing+=(clang)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+if ! command -v pkg-config >/dev/null || ! pkg-config --exists libelf; then missing+=(libelf-dev); fi
+if ! command -v pkg-config >/dev/null || ! pkg-config --exists zlib; then missing+=(zlib1g-dev); fi
+command -v bpftool >/dev/null || [ -x /usr/sbin/bpftool ] || missing+=(bpftool)
+command -v iperf3 >/dev/null || missing+=(iperf3)
 if [ ${#missing[@]} -gt 0 ]; then
     apt_install "${missing[@]}"
 fi

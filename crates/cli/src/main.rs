@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod algorithms;
 mod compare;
+mod kernel;
 mod model;
 mod replay;
 mod runner;
@@ -38,6 +39,9 @@ enum Command {
     Replay(replay::Args),
     /// List the algorithms and their parameters.
     Algorithms,
+    /// Load the BPF ports into the running kernel, list and unload them
+    /// (needs root; docs/KERNEL.md).
+    Kernel(kernel::Args),
 }
 
 /// A user-facing failure: one sentence, printed as `error: ...`.
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Command::Sim(a) => sim::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Select(a) => select::run(a),
+        Command::Kernel(a) => kernel::run(a),
         Command::Algorithms => {
             algorithms::print();
             Ok(ExitCode::SUCCESS)

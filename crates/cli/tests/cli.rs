@@ -319,3 +319,78 @@ fn select_bad_input_gets_one_clear_sentence() {
     );
     assert_eq!(e.lines().count(), 1, "{e}");
 }
+
+#[test]
+fn kernel_load_refuses_bad_input_in_one_sentence_before_needing_root() {
+    for (args, expected) in [
+        (
+            &["kernel", "load", "bbr"][..],
+            "error: bbr has no BPF port yet; the ported algorithms are reno and cubic\n",
+        ),
+        (
+            &["kernel", "load", "cubicc"][..],
+            "error: unknown algorithm `cubicc`; valid algorithms are reno, bbr, cdg, vegas, htcp, dctcp, cubic\n",
+        ),
+        (
+            &["kernel", "load", "reno", "--name", "kr_reno_is_too_long"][..],
+            "error: the name `kr_reno_is_too_long` is 19 bytes and the kernel allows 15 (TCP_CA_NAME_MAX is 16 with the NUL); choose a shorter one\n",
+        ),
+        (
+            &["kernel", "load", "cubic:hystart=off:beta=768"][..],
+            "error: the derived name `kr_cubic_nohs_b768` is 18 bytes and the kernel allows 15; choose a shorter one with --name (e.g. --name kr_cubic_1)\n",
+        ),
+        (
+            &["kernel", "load", "reno", "cubic", "--name", "x"][..],
+            "error: --name names one algorithm, but more than one spec was given; load them one at a time\n",
+        ),
+        (
+            &["kernel", "load", "cubic", "cubic:hystart=on"][..],
+            "error: kr_cubic would be loaded twice; give each spec once\n",
+        ),
+    ] {
+        let o = kleinrock(args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {out}{err}");
+        assert_eq!(err, expected, "{args:?}");
+    }
+}
+
+#[test]
+fn kernel_load_and_unload_without_root_say_to_use_sudo() {
+    // As root, drop to nobody for the call (setpriv, util-linux); as anyone
+    // else, the call is already unprivileged.
+    let bin = env!("CARGO_BIN_EXE_kleinrock");
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let run = |args: &[&str]| -> Option<Output> {
+        let mut c = if root {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+            c
+        } else {
+            Command::new(bin)
+        };
+        c.args(args).output().ok()
+    };
+    let Some(o) = run(&["kernel", "unload", "kr_cubic"]) else {
+        eprintln!("skipped: setpriv is not installed");
+        return;
+    };
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "error: unloading congestion control needs root (CAP_BPF, CAP_NET_ADMIN and access to \
+         /sys/fs/bpf); run it with sudo\n"
+    );
+    let o = run(&["kernel", "load", "cubic"]).unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    // A build without BPF says so first; one with BPF asks for root.
+    assert!(
+        err.starts_with("error: loading congestion control into the kernel needs root")
+            || err.starts_with("error: cannot load kr_cubic: this kleinrock was built without"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kr_reno: Linux's built-in "reno" as a BPF struct_ops program.
+ *
+ * Jacobson's slow start and congestion avoidance (SIGCOMM '88, RFC 5681):
+ * cwnd doubles per round trip below ssthresh, grows by one segment per
+ * round trip above it, and halves on loss; loss recovery itself (NewReno,
+ * SACK, RACK) is the TCP core's. This is net/ipv4/tcp_cong.c's
+ * tcp_reno_cong_avoid / tcp_reno_ssthresh / tcp_reno_undo_cwnd, ported
+ * line by line from crates/cc/src/reno.rs through the shared helpers of
+ * kleinrock.bpf.h.
+ *
+ * Kleinrock adds one option the kernel lacks: hystart_pp (reno:hystart=hspp)
+ * replaces the initial slow start with HyStart++ (RFC 9406), whose state is
+ * reno's only private data.
+ */
+#include "kleinrock.bpf.h"
+#include "hystart_pp.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the loader before load: 1 for reno:hystart=hspp. */
+const volatile __u32 hystart_pp = 0;
+
+SEC("struct_ops")
+void BPF_PROG(kr_reno_init, struct sock *sk)
+{
+	hspp_reset(inet_csk_ca(sk));
+}
+
+SEC("struct_ops")
+__u32 BPF_PROG(kr_reno_ssthresh, struct sock *sk)
+{
+	hspp_on_loss(inet_csk_ca(sk));
+	return tcp_reno_ssthresh(sk);
+}
+
+SEC("struct_ops")
+void BPF_PROG(kr_reno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!hystart_pp) {
+		tcp_reno_cong_avoid(sk, ack, acked);
+		return;
+	}
+	if (!tcp_is_cwnd_limited(sk))
+		return;
+	if (tcp_in_slow_start(tp)) {
+		acked = hspp_slow_start(sk, inet_csk_ca(sk), acked);
+		if (!acked)
+			return;
+	}
+	tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+}
+
+SEC("struct_ops")
+void BPF_PROG(kr_reno_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	if (hystart_pp)
+		hspp_on_ack(sk, inet_csk_ca(sk), sample->rtt_us);
+}
+
+SEC("struct_ops")
+__u32 BPF_PROG(kr_reno_undo_cwnd, struct sock *sk)
+{
+	return tcp_reno_undo_cwnd(sk);
+}
+
+/* The loader overwrites .name before load (see crates/kernel/src/load.rs). */
+SEC(".struct_ops.link")
+struct tcp_congestion_ops kr_reno = {
+	.init = (void *)kr_reno_init,
+	.ssthresh = (void *)kr_reno_ssthresh,
+	.cong_avoid = (void *)kr_reno_cong_avoid,
+	.pkts_acked = (void *)kr_reno_acked,
+	.undo_cwnd = (void *)kr_reno_undo_cwnd,
+	.name = "kr_reno",
+};

@@ -1,0 +1,83 @@
+//! Kleinrock's algorithms inside Linux: BPF struct_ops ports of the
+//! algorithms in `kleinrock-cc`, loaded as named congestion controls and
+//! kept registered by links pinned under bpffs.
+//!
+//! - [`plan`]: which spec becomes which program, parameters and name.
+//! - [`pins`]: the bpffs layout, `list` and `unload`; needs no libbpf.
+//! - [`load()`]: opens, parameterises, loads and pins a port (feature `bpf`,
+//!   and clang at build time).
+//!
+//! The BPF sources are in `src/bpf` (GPL-2.0); docs/KERNEL.md is the guide.
+
+use std::fmt;
+
+pub mod pins;
+pub mod plan;
+
+#[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
+mod load;
+
+pub use plan::{plan, Plan, Port};
+
+/// A failure, as one sentence that names the problem and the fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// What a successful load leaves behind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loaded {
+    /// The registered name (`kr_cubic`).
+    pub name: String,
+    /// The pinned link that keeps it registered.
+    pub link: std::path::PathBuf,
+}
+
+/// Loads the planned port, registers it under its name and pins the link,
+/// so that it stays registered after this process exits. Checks that this
+/// build carries BPF, then root, bpffs and the name, before libbpf runs.
+pub fn load(plan: &Plan) -> Result<Loaded, Error> {
+    if let Some(why) = missing_bpf() {
+        return Err(Error(format!("cannot load {}: {why}", plan.name)));
+    }
+    pins::check_can_load(&plan.name)?;
+    load_checked(plan)
+}
+
+#[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
+fn load_checked(plan: &Plan) -> Result<Loaded, Error> {
+    load::load(plan)
+}
+
+#[cfg(not(all(feature = "bpf", not(kleinrock_no_clang))))]
+fn load_checked(_: &Plan) -> Result<Loaded, Error> {
+    unreachable!("load() stops at missing_bpf()")
+}
+
+/// Why this build cannot load anything, if it cannot.
+fn missing_bpf() -> Option<&'static str> {
+    if cfg!(not(feature = "bpf")) {
+        Some(
+            "this kleinrock was built without BPF support; rebuild it with \
+             `cargo build --release --features kernel` (needs clang, libelf-dev, zlib1g-dev \
+             and pkg-config, which ./scripts/test.sh installs)",
+        )
+    } else if cfg!(kleinrock_no_clang) {
+        Some(
+            "this kleinrock was built without clang, so it carries no BPF programs; \
+             install clang (apt-get install clang) and rebuild",
+        )
+    } else {
+        None
+    }
+}
+
+/// Can this build load algorithms at all (BPF compiled in)?
+pub const CAN_LOAD: bool = cfg!(all(feature = "bpf", not(kleinrock_no_clang)));

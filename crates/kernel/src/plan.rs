@@ -1,0 +1,288 @@
+//! From an algorithm spec to what gets loaded: which BPF program, with
+//! which parameters, under which name.
+//!
+//! Specs are `kleinrock-cc`'s (`cubic:hystart=off:beta=768`), parsed by
+//! [`kleinrock_cc::spec::Algorithm`], so the kernel accepts exactly what the
+//! simulator and the replayer accept, and refuses in a sentence what has no
+//! BPF port yet.
+//!
+//! Names: the kernel keys congestion controls by a name of at most 15 bytes
+//! (`TCP_CA_NAME_MAX` is 16 with the NUL). A default spec loads as
+//! `kr_<algorithm>` (`kr_reno`, `kr_cubic`); each parameter that differs
+//! from the default appends `_<token>` in the order `kleinrock algorithms`
+//! lists the parameters:
+//!
+//! | parameter | token |
+//! | --- | --- |
+//! | `hystart=off` | `nohs` |
+//! | `hystart=hspp` (HyStart++) | `hspp` |
+//! | `friendly=off` (`tcp_friendliness=0`) | `nofr` |
+//! | `friendly=eq4` | `eq4` |
+//! | `friendly=newreno` | `nr` |
+//! | `beta=N` | `bN` |
+//! | `fast_convergence=0` | `nofc` |
+//! | `bic_scale=N` | `cN` |
+//! | `initial_ssthresh=N` | `isN` |
+//! | `hystart_detect=N` | `hdN` |
+//! | `hystart_low_window=N` | `lwN` |
+//! | `hystart_ack_delta_us=N` | `adN` |
+//!
+//! so `cubic:hystart=off` is `kr_cubic_nohs`, `cubic:beta=768` is
+//! `kr_cubic_b768` and `reno:hystart=hspp` is `kr_reno_hspp`. A derived name longer than 15 bytes is refused with a
+//! hint to choose one with `--name`.
+
+use crate::Error;
+use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
+use kleinrock_cc::ops::CongestionControl;
+use kleinrock_cc::reno::RenoParams;
+use kleinrock_cc::spec::Algorithm;
+
+/// The kernel's `TCP_CA_NAME_MAX` less the terminating NUL.
+pub const NAME_MAX: usize = 15;
+
+/// The prefix of every derived name: ours, and apart from the kernel's.
+pub const NAME_PREFIX: &str = "kr_";
+
+/// A BPF port and its parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Port {
+    /// `reno.bpf.c`, optionally with HyStart++.
+    Reno(RenoParams),
+    /// `cubic.bpf.c`, with the kernel module's parameters.
+    Cubic(CubicParams),
+}
+
+/// What to load: the port, its canonical spec and the name to register.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub port: Port,
+    /// The canonical spec (`cubic:hystart=off`), as `kleinrock algorithms`
+    /// prints it.
+    pub spec: String,
+    /// The name to register (`kr_cubic_nohs`).
+    pub name: String,
+}
+
+/// Parses `spec` and chooses the name (`name`, or the derived one).
+pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
+    let algorithm: Algorithm = spec.parse().map_err(|e| Error(format!("{e}")))?;
+    let canonical = algorithm.spec();
+    let (port, tokens) = match &algorithm {
+        Algorithm::Reno(r) => {
+            let p = *r.params();
+            let tokens = if p.hystart_pp {
+                vec!["hspp".to_string()]
+            } else {
+                Vec::new()
+            };
+            (Port::Reno(p), tokens)
+        }
+        Algorithm::Cubic(c) => {
+            let p = *c.params();
+            (Port::Cubic(p), cubic_tokens(&p))
+        }
+        other => {
+            return Err(Error(format!(
+                "{} has no BPF port yet; the ported algorithms are reno and cubic",
+                other.name()
+            )))
+        }
+    };
+    let name = match name {
+        Some(n) => {
+            check_name(n)?;
+            n.to_string()
+        }
+        None => derive_name(port.algorithm(), &tokens)?,
+    };
+    Ok(Plan {
+        port,
+        spec: canonical,
+        name,
+    })
+}
+
+impl Port {
+    /// The algorithm's name in specs and in the BPF file's name.
+    pub fn algorithm(&self) -> &'static str {
+        match self {
+            Port::Reno(_) => "reno",
+            Port::Cubic(_) => "cubic",
+        }
+    }
+}
+
+/// The name tokens of CUBIC's non-default parameters.
+fn cubic_tokens(p: &CubicParams) -> Vec<String> {
+    let d = CubicParams::default();
+    let mut t = Vec::new();
+    match p.hystart {
+        SlowStartExit::Linux => {}
+        SlowStartExit::Off => t.push("nohs".to_string()),
+        SlowStartExit::HystartPP => t.push("hspp".to_string()),
+    }
+    match p.friendly {
+        Friendly::Linux => {}
+        Friendly::Off => t.push("nofr".to_string()),
+        Friendly::Eq4 => t.push("eq4".to_string()),
+        Friendly::NewReno => t.push("nr".to_string()),
+    }
+    if p.beta != d.beta {
+        t.push(format!("b{}", p.beta));
+    }
+    if p.fast_convergence != d.fast_convergence {
+        t.push("nofc".to_string());
+    }
+    if p.bic_scale != d.bic_scale {
+        t.push(format!("c{}", p.bic_scale));
+    }
+    if p.initial_ssthresh != d.initial_ssthresh {
+        t.push(format!("is{}", p.initial_ssthresh));
+    }
+    let (h, hd) = (p.hystart_cfg, d.hystart_cfg);
+    if h.detect != hd.detect {
+        t.push(format!("hd{}", h.detect));
+    }
+    if h.low_window != hd.low_window {
+        t.push(format!("lw{}", h.low_window));
+    }
+    if h.ack_delta_us != hd.ack_delta_us {
+        t.push(format!("ad{}", h.ack_delta_us));
+    }
+    t
+}
+
+/// `kr_<algorithm>[_<token>...]`, if it fits in [`NAME_MAX`].
+pub fn derive_name(algorithm: &str, tokens: &[String]) -> Result<String, Error> {
+    let mut name = format!("{NAME_PREFIX}{algorithm}");
+    for t in tokens {
+        name.push('_');
+        name.push_str(t);
+    }
+    if name.len() > NAME_MAX {
+        return Err(Error(format!(
+            "the derived name `{name}` is {} bytes and the kernel allows {NAME_MAX}; \
+             choose a shorter one with --name (e.g. --name {NAME_PREFIX}{algorithm}_1)",
+            name.len()
+        )));
+    }
+    Ok(name)
+}
+
+/// A name the kernel accepts and that is safe as a bpffs directory:
+/// 1 to 15 bytes of ASCII letters, digits, `_` and `-`.
+pub fn check_name(name: &str) -> Result<(), Error> {
+    if name.is_empty() {
+        return Err(Error(
+            "the name is empty; give --name 1 to 15 letters, digits, `_` or `-`".into(),
+        ));
+    }
+    if name.len() > NAME_MAX {
+        return Err(Error(format!(
+            "the name `{name}` is {} bytes and the kernel allows {NAME_MAX} \
+             (TCP_CA_NAME_MAX is 16 with the NUL); choose a shorter one",
+            name.len()
+        )));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err(Error(format!(
+            "the name `{name}` contains `{c}`; use only letters, digits, `_` and `-`"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name_of(spec: &str) -> String {
+        plan(spec, None).map(|p| p.name).unwrap_or_else(|e| e.0)
+    }
+
+    #[test]
+    fn default_specs_get_the_plain_names() {
+        assert_eq!(name_of("reno"), "kr_reno");
+        assert_eq!(name_of("newreno"), "kr_reno");
+        assert_eq!(name_of("cubic"), "kr_cubic");
+        assert_eq!(name_of("cubic:hystart=on:beta=717"), "kr_cubic");
+    }
+
+    #[test]
+    fn each_parameter_adds_its_token() {
+        assert_eq!(name_of("cubic:hystart=off"), "kr_cubic_nohs");
+        assert_eq!(name_of("cubic:hystart=hspp"), "kr_cubic_hspp");
+        assert_eq!(name_of("reno:hystart=hspp"), "kr_reno_hspp");
+        assert_eq!(name_of("cubic:tcp_friendliness=0"), "kr_cubic_nofr");
+        assert_eq!(name_of("cubic:friendly=off"), "kr_cubic_nofr");
+        assert_eq!(name_of("cubic:friendly=eq4"), "kr_cubic_eq4");
+        assert_eq!(name_of("cubic:friendly=newreno"), "kr_cubic_nr");
+        assert_eq!(name_of("cubic:beta=768"), "kr_cubic_b768");
+        assert_eq!(name_of("cubic:fast_convergence=0"), "kr_cubic_nofc");
+        assert_eq!(name_of("cubic:bic_scale=82"), "kr_cubic_c82");
+        assert_eq!(name_of("cubic:initial_ssthresh=50"), "kr_cubic_is50");
+        assert_eq!(name_of("cubic:hystart_detect=2"), "kr_cubic_hd2");
+        assert_eq!(name_of("cubic:hystart_low_window=8"), "kr_cubic_lw8");
+        assert_eq!(name_of("cubic:hystart_ack_delta_us=500"), "kr_cubic_ad500");
+    }
+
+    #[test]
+    fn the_plan_carries_params_and_the_canonical_spec() {
+        let p = plan("cubic:beta=768:hystart=off", Some("kr_c768")).unwrap();
+        assert_eq!(p.spec, "cubic:hystart=off:beta=768");
+        let Port::Cubic(c) = p.port else {
+            panic!("not cubic")
+        };
+        assert_eq!((c.beta, c.hystart), (768, SlowStartExit::Off));
+        assert_eq!(plan("reno", Some("my-reno")).unwrap().name, "my-reno");
+    }
+
+    #[test]
+    fn a_derived_name_too_long_asks_for_name() {
+        assert_eq!(
+            name_of("cubic:hystart=off:beta=768"),
+            "the derived name `kr_cubic_nohs_b768` is 18 bytes and the kernel allows 15; \
+             choose a shorter one with --name (e.g. --name kr_cubic_1)"
+        );
+        let p = plan("cubic:hystart=off:beta=768", Some("kr_cubic_x")).unwrap();
+        assert_eq!(p.name, "kr_cubic_x");
+    }
+
+    #[test]
+    fn bad_names_say_what_is_allowed() {
+        assert_eq!(
+            plan("reno", Some("kr_reno_sixteen1")).unwrap_err().0,
+            "the name `kr_reno_sixteen1` is 16 bytes and the kernel allows 15 \
+             (TCP_CA_NAME_MAX is 16 with the NUL); choose a shorter one"
+        );
+        assert_eq!(
+            plan("reno", Some("a/b")).unwrap_err().0,
+            "the name `a/b` contains `/`; use only letters, digits, `_` and `-`"
+        );
+        assert!(plan("reno", Some(""))
+            .unwrap_err()
+            .0
+            .starts_with("the name is empty"));
+    }
+
+    #[test]
+    fn unported_algorithms_say_which_are() {
+        assert_eq!(
+            name_of("bbr"),
+            "bbr has no BPF port yet; the ported algorithms are reno and cubic"
+        );
+        assert_eq!(
+            name_of("dctcp"),
+            "dctcp has no BPF port yet; the ported algorithms are reno and cubic"
+        );
+    }
+
+    #[test]
+    fn unknown_specs_keep_the_reference_sentence() {
+        assert!(name_of("cubicc").starts_with("unknown algorithm `cubicc`; valid algorithms are"));
+        assert!(name_of("cubic:beta=1024").contains("expected 1..1023"));
+    }
+}
