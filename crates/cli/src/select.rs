@@ -93,14 +93,13 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
         "{:<28} {:>5} {:>8} {:<22} {:>11} {:>11} {:>7} {:>11}",
         "path", "dests", "phase", "oracle", "goodput", "cubic alone", "best", "converged"
     );
+    let dests = w.destinations();
     for (pi, p) in w.paths.iter().enumerate() {
         for changed in [false, true] {
             let phases: Vec<_> = r
                 .phases
                 .iter()
-                .filter(|x| {
-                    x.path == p.name && x.changed == changed && w.destinations()[x.dest].0 == pi
-                })
+                .filter(|x| x.changed == changed && dests[x.dest].0 == pi)
                 .collect();
             if phases.is_empty() {
                 continue;

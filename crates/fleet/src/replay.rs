@@ -111,7 +111,7 @@ pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
         .networks
         .iter()
         .enumerate()
-        .map(|(n, &(path, _, _))| {
+        .map(|(n, _)| {
             let k = o.algorithms.len();
             let mean = |f: &dyn Fn(usize, u32) -> f64, a: usize| {
                 (0..seeds).map(|s| f(a, s)).sum::<f64>() / seeds as f64
@@ -124,11 +124,6 @@ pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
                 .collect();
             let lifetime: Vec<f64> = (0..k)
                 .map(|a| mean(&|a, s| o.get(n, a, s).lifetime_s, a))
-                .collect();
-            let settable: Vec<bool> = o
-                .algorithms
-                .iter()
-                .map(|a| !w.paths[path].unavailable.contains(a))
                 .collect();
             let g_best = goodput.iter().copied().fold(0.0, f64::max);
             let r_best = rtt
@@ -153,8 +148,9 @@ pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
                 rtt_ms: rtt,
                 lifetime_s: lifetime,
                 cost,
+                // Set below, per path.
                 oracle: 0,
-                best: settable,
+                best: Vec::new(),
             }
         })
         .collect();
@@ -172,7 +168,12 @@ pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
                 }
             }
         }
-        let settable = exp[n].best.clone();
+        let unavailable = &w.paths[path].unavailable;
+        let settable: Vec<bool> = o
+            .algorithms
+            .iter()
+            .map(|a| !unavailable.contains(a))
+            .collect();
         let oracle = (0..k)
             .filter(|&a| settable[a])
             .min_by(|&a, &b| path_cost[a].total_cmp(&path_cost[b]))
