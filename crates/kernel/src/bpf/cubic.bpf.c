@@ -227,8 +227,7 @@ static __always_inline void bictcp_hystart_reset(struct sock *sk)
 	ca->sample_cnt = 0;
 }
 
-SEC("struct_ops")
-void BPF_PROG(kr_cubic_init, struct sock *sk)
+static __always_inline void cubictcp_init(struct sock *sk)
 {
 	struct bictcp *ca = inet_csk_ca(sk);
 
@@ -239,13 +238,13 @@ void BPF_PROG(kr_cubic_init, struct sock *sk)
 	else if (slow_start_exit == SS_EXIT_OFF && initial_ssthresh)
 		tcp_sk(sk)->snd_ssthresh = initial_ssthresh;
 }
+KR_INIT(kr_cubic_init, cubictcp_init)
 
 /*
  * Idle (application-limited) for a while: shift the epoch by the idle time
  * so the curve resumes where it left off instead of jumping.
  */
-SEC("struct_ops")
-void BPF_PROG(kr_cubic_cwnd_event, struct sock *sk, int event)
+static __always_inline void cubictcp_cwnd_event(struct sock *sk, int event)
 {
 	struct bictcp *ca = inet_csk_ca(sk);
 	__u32 now = tcp_jiffies32;
@@ -260,6 +259,7 @@ void BPF_PROG(kr_cubic_cwnd_event, struct sock *sk, int event)
 			ca->epoch_start = now;
 	}
 }
+KR_CWND_EVENT(kr_cubic_cwnd_event, cubictcp_cwnd_event)
 
 /*
  * A new epoch starts at the first ACK in congestion avoidance after a
@@ -427,8 +427,8 @@ static __always_inline void bictcp_update(const struct sock *sk,
 	ca->cnt = max(ca->cnt, 2U);
 }
 
-SEC("struct_ops")
-void BPF_PROG(kr_cubic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+static __always_inline void cubictcp_cong_avoid(struct sock *sk, __u32 ack,
+						__u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bictcp *ca = inet_csk_ca(sk);
@@ -446,9 +446,9 @@ void BPF_PROG(kr_cubic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	bictcp_update(sk, ca, tp->snd_cwnd, acked);
 	tcp_cong_avoid_ai(tp, ca->cnt, acked);
 }
+KR_CONG_AVOID(kr_cubic_cong_avoid, cubictcp_cong_avoid)
 
-SEC("struct_ops")
-__u32 BPF_PROG(kr_cubic_recalc_ssthresh, struct sock *sk)
+static __always_inline __u32 cubictcp_recalc_ssthresh(struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	struct bictcp *ca = inet_csk_ca(sk);
@@ -467,15 +467,16 @@ __u32 BPF_PROG(kr_cubic_recalc_ssthresh, struct sock *sk)
 
 	return max((cwnd * beta) / BICTCP_BETA_SCALE, 2U);
 }
+KR_SSTHRESH(kr_cubic_recalc_ssthresh, cubictcp_recalc_ssthresh)
 
-SEC("struct_ops")
-void BPF_PROG(kr_cubic_state, struct sock *sk, __u8 new_state)
+static __always_inline void cubictcp_state(struct sock *sk, __u8 new_state)
 {
 	if (new_state == TCP_CA_Loss) {
 		bictcp_reset(inet_csk_ca(sk));
 		bictcp_hystart_reset(sk);
 	}
 }
+KR_SET_STATE(kr_cubic_state, cubictcp_state)
 
 /*
  * hystart_ack_delay(): a cushion for TSO/GRO aggregation, the time to send
@@ -573,8 +574,8 @@ static __always_inline bool track_delay_min(struct bictcp *ca, __s32 rtt_us,
 	return true;
 }
 
-SEC("struct_ops")
-void BPF_PROG(kr_cubic_acked, struct sock *sk, const struct ack_sample *sample)
+static __always_inline void cubictcp_acked(struct sock *sk,
+					   const struct ack_sample *sample)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	struct bictcp *ca = inet_csk_ca(sk);
@@ -590,12 +591,9 @@ void BPF_PROG(kr_cubic_acked, struct sock *sk, const struct ack_sample *sample)
 		hspp_on_ack(sk, &ca->hspp, rtt_us);
 	}
 }
+KR_PKTS_ACKED(kr_cubic_acked, cubictcp_acked)
 
-SEC("struct_ops")
-__u32 BPF_PROG(kr_cubic_undo_cwnd, struct sock *sk)
-{
-	return tcp_reno_undo_cwnd(sk);
-}
+KR_UNDO_CWND(kr_cubic_undo_cwnd, tcp_reno_undo_cwnd)
 
 /* The loader overwrites .name before load (see crates/kernel/src/load.rs). */
 SEC(".struct_ops.link")

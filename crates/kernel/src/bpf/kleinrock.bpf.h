@@ -20,6 +20,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "hooks.bpf.h"
 
 /* The kernel's HZ, read by libbpf from the running kernel's config. */
 extern unsigned long CONFIG_HZ __kconfig;

@@ -22,21 +22,21 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by the loader before load: 1 for reno:hystart=hspp. */
 const volatile __u32 hystart_pp = 0;
 
-SEC("struct_ops")
-void BPF_PROG(kr_reno_init, struct sock *sk)
+static __always_inline void reno_init(struct sock *sk)
 {
 	hspp_reset(inet_csk_ca(sk));
 }
+KR_INIT(kr_reno_init, reno_init)
 
-SEC("struct_ops")
-__u32 BPF_PROG(kr_reno_ssthresh, struct sock *sk)
+static __always_inline __u32 reno_ssthresh(struct sock *sk)
 {
 	hspp_on_loss(inet_csk_ca(sk));
 	return tcp_reno_ssthresh(sk);
 }
+KR_SSTHRESH(kr_reno_ssthresh, reno_ssthresh)
 
-SEC("struct_ops")
-void BPF_PROG(kr_reno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+static __always_inline void reno_cong_avoid(struct sock *sk, __u32 ack,
+					    __u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
@@ -53,19 +53,17 @@ void BPF_PROG(kr_reno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	}
 	tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 }
+KR_CONG_AVOID(kr_reno_cong_avoid, reno_cong_avoid)
 
-SEC("struct_ops")
-void BPF_PROG(kr_reno_acked, struct sock *sk, const struct ack_sample *sample)
+static __always_inline void reno_acked(struct sock *sk,
+				       const struct ack_sample *sample)
 {
 	if (hystart_pp)
 		hspp_on_ack(sk, inet_csk_ca(sk), sample->rtt_us);
 }
+KR_PKTS_ACKED(kr_reno_acked, reno_acked)
 
-SEC("struct_ops")
-__u32 BPF_PROG(kr_reno_undo_cwnd, struct sock *sk)
-{
-	return tcp_reno_undo_cwnd(sk);
-}
+KR_UNDO_CWND(kr_reno_undo_cwnd, tcp_reno_undo_cwnd)
 
 /* The loader overwrites .name before load (see crates/kernel/src/load.rs). */
 SEC(".struct_ops.link")

@@ -37,16 +37,40 @@ enum { false = 0, true = 1 };
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
+/* include/net/sock.h: the socket's identity (trace records name it). */
+struct sock_common {
+	__be32 skc_daddr;		/* remote IPv4 address */
+	__be32 skc_rcv_saddr;		/* local IPv4 address */
+	__be16 skc_dport;		/* remote port, network order */
+	__u16 skc_num;			/* local port, host order */
+	unsigned short skc_family;	/* AF_INET, AF_INET6 */
+};
+
 /* include/net/sock.h */
 struct sock {
+	struct sock_common __sk_common;
 	unsigned long sk_pacing_rate;	/* bytes per second */
+	unsigned long sk_max_pacing_rate; /* bytes per second, SO_MAX_PACING_RATE */
 	__u32 sk_pacing_status;		/* enum sk_pacing */
+	__u8 sk_pacing_shift;		/* TSQ budget: 2^-shift s at the pacing rate */
 	unsigned int sk_gso_max_size;	/* bytes */
+	__u16 sk_gso_max_segs;		/* segments */
 };
 
 /* include/net/inet_connection_sock.h: the algorithm's private area. */
 struct inet_connection_sock {
+	__u8 icsk_ca_state : 5;		/* enum tcp_ca_state */
 	__u64 icsk_ca_priv[13];		/* ICSK_CA_PRIV_SIZE = 104 bytes */
+};
+
+/* include/linux/win_minmax.h: a windowed min or max of three samples. */
+struct minmax_sample {
+	__u32 t;			/* when the sample was taken */
+	__u32 v;			/* its value */
+};
+
+struct minmax {
+	struct minmax_sample s[3];	/* s[0] is the current min or max */
 };
 
 /* include/linux/tcp.h: what congestion control reads and writes. */
@@ -59,11 +83,28 @@ struct tcp_sock {
 	__u32 prior_cwnd;		/* cwnd before the last reduction */
 	__u32 max_packets_out;		/* largest flight in the last window */
 	__u8 is_cwnd_limited : 1;	/* last flight limited by cwnd */
+	__u32 packets_out;		/* segments in flight, SACKed included */
+	__u32 sacked_out;		/* SACKed segments */
+	__u32 lost_out;			/* segments marked lost */
+	__u32 retrans_out;		/* retransmitted segments in flight */
 	__u32 snd_una;			/* oldest unacknowledged sequence */
 	__u32 snd_nxt;			/* next sequence to send */
+	__u32 rcv_nxt;			/* next sequence expected */
+	__u32 high_seq;			/* snd_nxt when recovery began */
 	__u32 srtt_us;			/* smoothed RTT, us << 3 */
+	struct minmax rtt_min;		/* windowed min RTT, us */
 	__u32 lsndtime;			/* tcp_jiffies32 of the last send */
 	__u64 tcp_mstamp;		/* this event's time, us */
+	__u64 tcp_clock_cache;		/* this event's time, ns */
+	__u64 tcp_wstamp_ns;		/* departure time of the next skb, ns */
+	__u32 delivered;		/* segments delivered, ever */
+	__u32 delivered_ce;		/* of which CE-marked */
+	__u64 delivered_mstamp;		/* time of the last delivery, us */
+	__u32 lost;			/* segments lost, ever */
+	__u32 app_limited;		/* delivered count when app-limited, or 0 */
+	__u8 rate_app_limited : 1;	/* the last rate sample was app-limited */
+	__u32 mss_cache;		/* bytes */
+	__u8 ecn_flags;			/* TCP_ECN_* */
 };
 
 /* include/linux/tcp.h: the RTT sample handed to pkts_acked. */
@@ -73,9 +114,28 @@ struct ack_sample {
 	__u32 in_flight;
 };
 
+/* include/net/tcp.h: the delivery-rate sample handed to cong_control. */
+struct rate_sample {
+	__u64 prior_mstamp;		/* start of the interval, us */
+	__u32 prior_delivered;		/* tp->delivered at its start */
+	__u32 prior_delivered_ce;
+	__s32 delivered;		/* segments delivered in it */
+	__s32 delivered_ce;
+	long interval_us;		/* its length, or -1 */
+	__u32 snd_interval_us;
+	__u32 rcv_interval_us;
+	long rtt_us;			/* RTT of the last segment (S)ACKed, or -1 */
+	int losses;			/* segments newly marked lost */
+	__u32 acked_sacked;		/* segments newly (S)ACKed */
+	__u32 prior_in_flight;
+	__u32 last_end_seq;
+	bool is_app_limited;
+	bool is_retrans;
+	bool is_ack_delayed;
+};
+
 #pragma clang attribute pop
 
-struct rate_sample;
 union tcp_cc_info;
 
 /*
@@ -101,11 +161,35 @@ struct tcp_congestion_ops {
 	void (*release)(struct sock *sk);
 };
 
-/* enum tcp_ca_event and enum tcp_ca_state: values fixed by the ABI. */
+/* enum tcp_ca_event: values fixed by the ABI. */
 #define CA_EVENT_TX_START	0
+#define CA_EVENT_CWND_RESTART	1
+#define CA_EVENT_COMPLETE_CWR	2
+#define CA_EVENT_LOSS		3
+#define CA_EVENT_ECN_NO_CE	4
+#define CA_EVENT_ECN_IS_CE	5
+
+/* enum tcp_ca_state */
+#define TCP_CA_Open		0
+#define TCP_CA_Disorder		1
+#define TCP_CA_CWR		2
+#define TCP_CA_Recovery		3
 #define TCP_CA_Loss		4
+
+/* in_ack_event flags (enum tcp_ca_ack_event_flags) */
+#define CA_ACK_SLOWPATH		(1 << 0)
+#define CA_ACK_WIN_UPDATE	(1 << 1)
+#define CA_ACK_ECE		(1 << 2)
+
+/* tcp_sock.ecn_flags */
+#define TCP_ECN_OK		1
+#define TCP_ECN_QUEUE_CWR	2
+#define TCP_ECN_DEMAND_CWR	4
+#define TCP_ECN_SEEN		8
 
 /* enum sk_pacing */
 #define SK_PACING_NONE		0
+#define SK_PACING_NEEDED	1
+#define SK_PACING_FQ		2
 
 #endif /* __KLEINROCK_VMLINUX_H__ */
