@@ -20,7 +20,6 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "hooks.bpf.h"
 
 /* The kernel's HZ, read by libbpf from the running kernel's config. */
 extern unsigned long CONFIG_HZ __kconfig;
@@ -154,5 +153,8 @@ static __always_inline __u32 tcp_reno_undo_cwnd(const struct sock *sk)
 
 	return max(tp->snd_cwnd, tp->prior_cwnd);
 }
+
+/* The entry-point macros, with trace mode; they use the accessors above. */
+#include "hooks.bpf.h"
 
 #endif /* __KLEINROCK_BPF_H__ */

@@ -60,6 +60,9 @@ struct sock {
 /* include/net/inet_connection_sock.h: the algorithm's private area. */
 struct inet_connection_sock {
 	__u8 icsk_ca_state : 5;		/* enum tcp_ca_state */
+	struct {
+		__u8 pending;		/* ICSK_ACK_* bits: an ACK is due */
+	} icsk_ack;
 	__u64 icsk_ca_priv[13];		/* ICSK_CA_PRIV_SIZE = 104 bytes */
 };
 
@@ -159,6 +162,13 @@ struct tcp_congestion_ops {
 	__u32 flags;
 	void (*init)(struct sock *sk);
 	void (*release)(struct sock *sk);
+};
+
+/* enum bpf_map_type: the map types the ports declare. */
+enum bpf_map_type {
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_SK_STORAGE = 24,
+	BPF_MAP_TYPE_RINGBUF = 27,
 };
 
 /* enum tcp_ca_event: values fixed by the ABI. */
