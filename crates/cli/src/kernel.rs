@@ -31,6 +31,23 @@ enum Command {
     },
     /// List the algorithms kleinrock has loaded.
     List,
+    /// Record every hook call of a loaded algorithm into traces that
+    /// `kleinrock replay` reads (docs/TRACE_FORMAT.md), one per connection.
+    /// Name `cubic`, `reno` or `bbr` to trace the kernel's own through its
+    /// wrapper (`kn_cubic`): the traffic must then use that name.
+    Trace {
+        /// The algorithm to trace, as `kleinrock kernel list` names it.
+        #[arg(long = "cc")]
+        cc: String,
+        /// The trace of the first connection; later ones are written
+        /// beside it (`trace.2.csv.gz`, ...). `.gz` compresses.
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// Run this command (with KLEINROCK_CC set to the traced name) and
+        /// stop when it exits; without one, trace until Ctrl-C.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
     /// Unload algorithms by name (or all that kleinrock loaded).
     Unload {
         /// Names, as `kleinrock kernel list` prints them.
@@ -49,6 +66,7 @@ pub fn run(args: Args) -> Result<ExitCode, Failure> {
     match args.command {
         Command::Load { specs, name } => load(&specs, name.as_deref()),
         Command::List => list(),
+        Command::Trace { cc, out, command } => trace(&cc, &out, &command),
         Command::Unload { names, all } => unload(names, all),
     }
 }
@@ -89,6 +107,72 @@ fn load(specs: &[String], name: Option<&str>) -> Result<ExitCode, Failure> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn trace(cc: &str, out: &std::path::Path, command: &[String]) -> Result<ExitCode, Failure> {
+    let req = kleinrock_kernel::trace::Request {
+        cc,
+        out,
+        command: (!command.is_empty()).then_some(command),
+    };
+    let mut shown = false;
+    let mut progress = |rows: u64, conns: usize| {
+        eprint!("\rtracing {cc}: {rows} rows, {conns} connections");
+        let _ = std::io::Write::flush(&mut std::io::stderr());
+        shown = true;
+    };
+    let report = kleinrock_kernel::trace::run(&req, &mut progress)?;
+    if shown {
+        eprintln!();
+    }
+    if let Some(w) = &report.loaded_wrapper {
+        println!("traced the kernel's {cc} through {w} (loaded for this trace, now unloaded)");
+    }
+    let s = &report.summary;
+    for f in &s.files {
+        println!("{}: {} rows ({})", f.path.display(), f.rows, f.conn);
+    }
+    if s.files.is_empty() {
+        println!(
+            "no connection used {} from its start while tracing; have the traffic use that \
+             name (KLEINROCK_CC is set for the command)",
+            report.name
+        );
+    }
+    for c in &s.joined_midway {
+        println!("not recorded: {c} was already running when tracing began");
+    }
+    if s.undecodable > 0 {
+        println!(
+            "{} records did not decode: {}",
+            s.undecodable,
+            s.first_undecodable.as_deref().unwrap_or("?")
+        );
+    }
+    if let Some(f) = s.files.iter().max_by_key(|f| f.rows) {
+        println!(
+            "replay with: kleinrock replay {} --cc {} --hz {}",
+            f.path.display(),
+            report.replay_spec,
+            report.hz
+        );
+    }
+    if report.lost > 0 {
+        eprintln!(
+            "error: {} of {} hook calls were not recorded because the trace ring was full; \
+             the traces have gaps and will not replay (trace fewer or slower connections)",
+            report.lost,
+            report.recorded + report.lost
+        );
+        return Ok(ExitCode::from(3));
+    }
+    match report.command_status {
+        Some(st) if !st.success() => {
+            eprintln!("the traced command failed ({st})");
+            Ok(ExitCode::from(1))
+        }
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }
 
 fn list() -> Result<ExitCode, Failure> {

@@ -11,8 +11,11 @@
 
 use std::fmt;
 
+pub mod ca;
 pub mod pins;
 pub mod plan;
+pub mod record;
+pub mod trace;
 
 #[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
 mod load;
@@ -62,7 +65,7 @@ fn load_checked(_: &Plan) -> Result<Loaded, Error> {
 }
 
 /// Why this build cannot load anything, if it cannot.
-fn missing_bpf() -> Option<&'static str> {
+pub(crate) fn missing_bpf() -> Option<&'static str> {
     if cfg!(not(feature = "bpf")) {
         Some(
             "this kleinrock was built without BPF support; rebuild it with \

@@ -7,13 +7,15 @@
 //! load, because the kernel registers the algorithm under that name when
 //! the map is attached.
 
+use crate::ca::{self, Layout};
 use crate::pins::{self, Paths};
-use crate::plan::{Plan, Port};
+use crate::plan::{Native, Plan, Port};
 use crate::{Error, Loaded};
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
 use kleinrock_cc::reno::RenoParams;
+use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, PrintLevel};
+use libbpf_rs::{AsRawLibbpf, Link, MapMut, PrintLevel};
 use std::fs;
 use std::mem::MaybeUninit;
 use std::sync::Mutex;
@@ -26,6 +28,21 @@ mod reno_skel {
 #[allow(clippy::all, unsafe_op_in_unsafe_fn)]
 mod cubic_skel {
     include!(concat!(env!("OUT_DIR"), "/cubic.skel.rs"));
+}
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod native_reno_skel {
+    include!(concat!(env!("OUT_DIR"), "/native_reno.skel.rs"));
+}
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod native_cubic_skel {
+    include!(concat!(env!("OUT_DIR"), "/native_cubic.skel.rs"));
+}
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod native_bbr_skel {
+    include!(concat!(env!("OUT_DIR"), "/native_bbr.skel.rs"));
 }
 
 /// cubic.bpf.c's `friendly` values.
@@ -72,6 +89,7 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
     let result = match &plan.port {
         Port::Reno(p) => load_reno(&plan.name, p),
         Port::Cubic(p) => load_cubic(&plan.name, p),
+        Port::Native(n) => load_native(&plan.name, *n),
     }
     .and_then(|mut l| {
         l.pin(&link)
@@ -143,10 +161,14 @@ fn load_reno(name: &str, p: &RenoParams) -> Result<Link, Error> {
     };
     ro.hystart_pp = p.hystart_pp as u32;
     let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
-    skel.maps
-        .kr_reno
-        .attach_struct_ops()
-        .map_err(|e| refused(name, "register", e))
+    let m = &mut skel.maps;
+    register(
+        name,
+        &mut m.kr_reno,
+        &mut m.kr_trace_on,
+        &mut m.kr_trace_stats,
+        &mut m.kr_trace_ring,
+    )
 }
 
 fn load_cubic(name: &str, p: &CubicParams) -> Result<Link, Error> {
@@ -168,8 +190,104 @@ fn load_cubic(name: &str, p: &CubicParams) -> Result<Link, Error> {
     ro.hystart_low_window = p.hystart_cfg.low_window;
     ro.hystart_ack_delta_us = p.hystart_cfg.ack_delta_us;
     let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
-    skel.maps
-        .kr_cubic
-        .attach_struct_ops()
+    let m = &mut skel.maps;
+    register(
+        name,
+        &mut m.kr_cubic,
+        &mut m.kr_trace_on,
+        &mut m.kr_trace_stats,
+        &mut m.kr_trace_ring,
+    )
+}
+
+/// Loads a wrapper of the kernel's own algorithm. It has no parameters:
+/// the kernel's module parameters apply, as they do to the original.
+fn load_native(name: &str, native: Native) -> Result<Link, Error> {
+    let mut obj = MaybeUninit::uninit();
+    macro_rules! load {
+        ($skel:ident :: $builder:ident, $ops:ident, $ops_mut:ident) => {{
+            let mut open = $skel::$builder::default()
+                .open(&mut obj)
+                .map_err(|e| refused(name, "open", e))?;
+            open.struct_ops.$ops_mut().name = ca_name(name);
+            let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
+            let m = &mut skel.maps;
+            register(
+                name,
+                &mut m.$ops,
+                &mut m.kr_trace_on,
+                &mut m.kr_trace_stats,
+                &mut m.kr_trace_ring,
+            )
+        }};
+    }
+    match native {
+        Native::Reno => load!(
+            native_reno_skel::NativeRenoSkelBuilder,
+            kn_reno,
+            kn_reno_mut
+        ),
+        Native::Cubic => load!(
+            native_cubic_skel::NativeCubicSkelBuilder,
+            kn_cubic,
+            kn_cubic_mut
+        ),
+        Native::Bbr => load!(native_bbr_skel::NativeBbrSkelBuilder, kn_bbr, kn_bbr_mut),
+    }
+}
+
+/// Pins the trace switch, counters and ring in the algorithm's directory, so
+/// that `kleinrock kernel trace` finds them, then registers the algorithm.
+fn register(
+    name: &str,
+    ops: &mut MapMut,
+    on: &mut MapMut,
+    stats: &mut MapMut,
+    ring: &mut MapMut,
+) -> Result<Link, Error> {
+    let paths = Paths::system();
+    let pin = |map: &mut MapMut, path: std::path::PathBuf| {
+        map.pin(&path)
+            .map_err(|e| Error(format!("cannot pin {}: {e}", path.display())))
+    };
+    pin(on, paths.trace_on(name))?;
+    pin(stats, paths.trace_stats(name))?;
+    pin(ring, paths.trace_ring(name))?;
+    ops.attach_struct_ops()
         .map_err(|e| refused(name, "register", e))
+}
+
+/// The names and places of the members of `port`'s private state, read
+/// from BTF: the port's own object (opened, not loaded), or the running
+/// kernel's for a wrapper of the kernel's algorithm.
+pub fn ca_layout(port: &Port) -> Result<Layout, Error> {
+    let mut obj = MaybeUninit::uninit();
+    macro_rules! from_object {
+        ($skel:ident :: $builder:ident) => {{
+            let open = $skel::$builder::default()
+                .open(&mut obj)
+                .map_err(|e| Error(format!("cannot open the BPF object: {e}")))?;
+            // SAFETY: the pointer is the open object's, alive while `open` is.
+            let raw = unsafe { open.open_object().as_libbpf_object().as_ref() };
+            let btf = Btf::from_bpf_object(raw)
+                .map_err(|e| Error(format!("cannot read the BPF object's BTF: {e}")))?
+                .ok_or_else(|| Error("the BPF object carries no BTF".into()))?;
+            ca::layout_of_var(&btf, "kr_ca_type")
+        }};
+    }
+    match port {
+        Port::Reno(_) => from_object!(reno_skel::RenoSkelBuilder),
+        Port::Cubic(_) => from_object!(cubic_skel::CubicSkelBuilder),
+        Port::Native(n) => match n.ca_struct() {
+            None => Ok(Layout::default()),
+            Some(s) => {
+                let btf = Btf::from_vmlinux().map_err(|e| {
+                    Error(format!(
+                        "cannot read the kernel's BTF (/sys/kernel/btf/vmlinux): {e}"
+                    ))
+                })?;
+                ca::layout_of_struct(&btf, s)
+            }
+        },
+    }
 }

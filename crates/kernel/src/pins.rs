@@ -25,6 +25,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// `BPF_FS_MAGIC` from `include/uapi/linux/magic.h`.
 const BPF_FS_MAGIC: u64 = 0xcafe_4a11;
 
+/// The file names of the trace maps' pins in an algorithm's directory.
+const TRACE_ON: &str = "trace_on";
+const TRACE_STATS: &str = "trace_stats";
+const TRACE_RING: &str = "trace_ring";
+
 /// The filesystem paths the loader touches; [`Paths::system`] in real use,
 /// temporary directories in tests.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +62,21 @@ impl Paths {
     }
 
     /// The pinned link of `name`.
+    /// The pinned trace switch (trace.bpf.h's `kr_trace_on`).
+    pub fn trace_on(&self, name: &str) -> PathBuf {
+        self.dir(name).join(TRACE_ON)
+    }
+
+    /// The pinned trace counters (`kr_trace_stats`).
+    pub fn trace_stats(&self, name: &str) -> PathBuf {
+        self.dir(name).join(TRACE_STATS)
+    }
+
+    /// The pinned trace ring buffer.
+    pub fn trace_ring(&self, name: &str) -> PathBuf {
+        self.dir(name).join(TRACE_RING)
+    }
+
     pub fn link(&self, name: &str) -> PathBuf {
         self.dir(name).join("link")
     }
@@ -191,7 +211,7 @@ impl Paths {
                 "nothing named {name} is loaded; `kleinrock kernel list` shows what is"
             )));
         }
-        for file in ["link", "spec", "loaded"] {
+        for file in ["link", "spec", "loaded", TRACE_ON, TRACE_STATS, TRACE_RING] {
             let path = dir.join(file);
             match fs::remove_file(&path) {
                 Ok(()) => {}

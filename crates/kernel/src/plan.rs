@@ -50,7 +50,51 @@ pub enum Port {
     Reno(RenoParams),
     /// `cubic.bpf.c`, with the kernel module's parameters.
     Cubic(CubicParams),
+    /// `native_<alg>.bpf.c`: the kernel's own algorithm behind a traceable
+    /// wrapper (spec `native:cubic`, name `kn_cubic`).
+    Native(Native),
 }
+
+/// The kernel's built-in algorithms that have a tracing wrapper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Native {
+    Reno,
+    Cubic,
+    Bbr,
+}
+
+impl Native {
+    pub const ALL: [Native; 3] = [Native::Reno, Native::Cubic, Native::Bbr];
+
+    /// The kernel's name of the algorithm (`cubic`).
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            Native::Reno => "reno",
+            Native::Cubic => "cubic",
+            Native::Bbr => "bbr",
+        }
+    }
+
+    pub fn from_kernel_name(name: &str) -> Option<Native> {
+        Native::ALL.into_iter().find(|n| n.kernel_name() == name)
+    }
+
+    /// The kernel's struct in the private area, by its BTF name; reno
+    /// keeps none.
+    pub fn ca_struct(self) -> Option<&'static str> {
+        match self {
+            Native::Reno => None,
+            Native::Cubic => Some("bictcp"),
+            Native::Bbr => Some("bbr"),
+        }
+    }
+}
+
+/// The prefix of a spec naming a wrapper of the kernel's own algorithm.
+pub const NATIVE_SPEC_PREFIX: &str = "native:";
+
+/// The prefix of a wrapper's name: `kn_cubic` wraps the kernel's `cubic`.
+pub const NATIVE_NAME_PREFIX: &str = "kn_";
 
 /// What to load: the port, its canonical spec and the name to register.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +109,9 @@ pub struct Plan {
 
 /// Parses `spec` and chooses the name (`name`, or the derived one).
 pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
+    if let Some(kernel) = spec.strip_prefix(NATIVE_SPEC_PREFIX) {
+        return plan_native(kernel, name);
+    }
     let algorithm: Algorithm = spec.parse().map_err(|e| Error(format!("{e}")))?;
     let canonical = algorithm.spec();
     let (port, tokens) = match &algorithm {
@@ -102,12 +149,45 @@ pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
     })
 }
 
+/// `native:cubic`: the kernel's cubic behind its tracing wrapper.
+fn plan_native(kernel: &str, name: Option<&str>) -> Result<Plan, Error> {
+    let Some(native) = Native::from_kernel_name(kernel) else {
+        return Err(Error(format!(
+            "`{NATIVE_SPEC_PREFIX}{kernel}` names no wrapped kernel algorithm; \
+             the wrapped ones are native:reno, native:cubic and native:bbr"
+        )));
+    };
+    let name = match name {
+        Some(n) => {
+            check_name(n)?;
+            n.to_string()
+        }
+        None => format!("{NATIVE_NAME_PREFIX}{kernel}"),
+    };
+    Ok(Plan {
+        port: Port::Native(native),
+        spec: format!("{NATIVE_SPEC_PREFIX}{kernel}"),
+        name,
+    })
+}
+
 impl Port {
     /// The algorithm's name in specs and in the BPF file's name.
     pub fn algorithm(&self) -> &'static str {
         match self {
             Port::Reno(_) => "reno",
             Port::Cubic(_) => "cubic",
+            Port::Native(n) => n.kernel_name(),
+        }
+    }
+
+    /// The spec to replay this port's traces with (`kleinrock replay
+    /// --cc`): the Rust reference that the port, or the kernel's own
+    /// algorithm it wraps, must agree with bit for bit.
+    pub fn reference_spec(&self, spec: &str) -> String {
+        match self {
+            Port::Native(n) => n.kernel_name().to_string(),
+            _ => spec.to_string(),
         }
     }
 }
@@ -201,6 +281,29 @@ mod tests {
 
     fn name_of(spec: &str) -> String {
         plan(spec, None).map(|p| p.name).unwrap_or_else(|e| e.0)
+    }
+
+    #[test]
+    fn native_wrappers_are_named_after_the_kernel_algorithm() {
+        let p = plan("native:cubic", None).unwrap();
+        assert_eq!(p.port, Port::Native(Native::Cubic));
+        assert_eq!(
+            (p.name.as_str(), p.spec.as_str()),
+            ("kn_cubic", "native:cubic")
+        );
+        assert_eq!(p.port.reference_spec(&p.spec), "cubic");
+        assert_eq!(plan("native:bbr", None).unwrap().name, "kn_bbr");
+        assert_eq!(
+            plan("native:reno", Some("my_reno")).unwrap().name,
+            "my_reno"
+        );
+        let e = plan("native:vegas", None).unwrap_err().0;
+        assert!(
+            e.contains("native:reno, native:cubic and native:bbr"),
+            "{e}"
+        );
+        assert_eq!(Native::Cubic.ca_struct(), Some("bictcp"));
+        assert_eq!(Native::Reno.ca_struct(), None);
     }
 
     #[test]

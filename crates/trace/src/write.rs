@@ -19,7 +19,7 @@ use crate::format::{self, OUTPUTS, RET};
 /// Column layout of the traces Kleinrock writes: every column the format
 /// defines, plus the algorithm's private members. [`TraceWriter::write_row`]
 /// writes cells in exactly this order.
-fn columns(ca_names: &[&'static str]) -> Vec<String> {
+fn columns<S: AsRef<str>>(ca_names: &[S]) -> Vec<String> {
     let mut c: Vec<String> = [
         format::SEQ,
         format::TS_NS,
@@ -34,8 +34,8 @@ fn columns(ca_names: &[&'static str]) -> Vec<String> {
     c.extend(pre_fields().map(format::pre_column));
     c.extend(OUTPUTS.iter().map(|(name, _)| name.to_string()));
     c.push(RET.to_string());
-    c.extend(ca_names.iter().map(|n| format!("pre_ca_{n}")));
-    c.extend(ca_names.iter().map(|n| format!("post_ca_{n}")));
+    c.extend(ca_names.iter().map(|n| format!("pre_ca_{}", n.as_ref())));
+    c.extend(ca_names.iter().map(|n| format!("post_ca_{}", n.as_ref())));
     c
 }
 
@@ -61,7 +61,7 @@ pub struct TraceWriter {
 impl TraceWriter {
     /// Writes to `path`; gzip if it ends in `.gz` (fast compression: traces
     /// are large and written while a simulation runs).
-    pub fn create(path: &Path, ca_names: &[&'static str]) -> io::Result<TraceWriter> {
+    pub fn create<S: AsRef<str>>(path: &Path, ca_names: &[S]) -> io::Result<TraceWriter> {
         let file = BufWriter::new(File::create(path)?);
         let sink: Box<dyn Write> = if path.extension().is_some_and(|e| e == "gz") {
             Box::new(GzEncoder::new(file, Compression::fast()))
@@ -72,7 +72,7 @@ impl TraceWriter {
     }
 
     /// Writes to any sink (uncompressed).
-    pub fn new(sink: Box<dyn Write>, ca_names: &[&'static str]) -> io::Result<TraceWriter> {
+    pub fn new<S: AsRef<str>>(sink: Box<dyn Write>, ca_names: &[S]) -> io::Result<TraceWriter> {
         let mut out = csv::WriterBuilder::new()
             .buffer_capacity(1 << 16)
             .from_writer(sink);

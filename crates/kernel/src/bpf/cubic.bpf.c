@@ -97,6 +97,7 @@ struct bictcp {
 	__u32 curr_rtt;		/* HyStart: minimum RTT of the round, us */
 	struct hystart_pp hspp;	/* Kleinrock's: used with hystart=hspp */
 };
+KR_CA_TYPE(bictcp);
 
 _Static_assert(sizeof(struct bictcp) <= 104, "icsk_ca_priv is 104 bytes");
 

@@ -135,9 +135,11 @@ void BPF_PROG(prog, struct sock *sk, const struct ack_sample *sample)	\
 
 #define KR_CONG_CONTROL(prog, fn)					\
 SEC("struct_ops")							\
-void BPF_PROG(prog, struct sock *sk, __u32 ack, int flag, const struct rate_sample *rs) \
+void BPF_PROG(prog, struct sock *sk, __u32 ack, int flag,		\
+	      const struct rate_sample *rs)				\
 {									\
-	struct kr_trace_rec *r = kr_trace_begin(sk, KR_HOOK_CONG_CONTROL); \
+	struct kr_trace_rec *r =					\
+		kr_trace_begin(sk, KR_HOOK_CONG_CONTROL);		\
 									\
 	if (r) {							\
 		r->arg_ack = ack;					\

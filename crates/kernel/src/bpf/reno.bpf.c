@@ -19,18 +19,28 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* Reno's private state: HyStart++'s, used with hystart=hspp. */
+struct reno {
+	struct hystart_pp hspp;
+};
+KR_CA_TYPE(reno);
+
 /* Set by the loader before load: 1 for reno:hystart=hspp. */
 const volatile __u32 hystart_pp = 0;
 
 static __always_inline void reno_init(struct sock *sk)
 {
-	hspp_reset(inet_csk_ca(sk));
+	struct reno *ca = inet_csk_ca(sk);
+
+	hspp_reset(&ca->hspp);
 }
 KR_INIT(kr_reno_init, reno_init)
 
 static __always_inline __u32 reno_ssthresh(struct sock *sk)
 {
-	hspp_on_loss(inet_csk_ca(sk));
+	struct reno *ca = inet_csk_ca(sk);
+
+	hspp_on_loss(&ca->hspp);
 	return tcp_reno_ssthresh(sk);
 }
 KR_SSTHRESH(kr_reno_ssthresh, reno_ssthresh)
@@ -39,6 +49,7 @@ static __always_inline void reno_cong_avoid(struct sock *sk, __u32 ack,
 					    __u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
+	struct reno *ca = inet_csk_ca(sk);
 
 	if (!hystart_pp) {
 		tcp_reno_cong_avoid(sk, ack, acked);
@@ -47,7 +58,7 @@ static __always_inline void reno_cong_avoid(struct sock *sk, __u32 ack,
 	if (!tcp_is_cwnd_limited(sk))
 		return;
 	if (tcp_in_slow_start(tp)) {
-		acked = hspp_slow_start(sk, inet_csk_ca(sk), acked);
+		acked = hspp_slow_start(sk, &ca->hspp, acked);
 		if (!acked)
 			return;
 	}
@@ -58,8 +69,10 @@ KR_CONG_AVOID(kr_reno_cong_avoid, reno_cong_avoid)
 static __always_inline void reno_acked(struct sock *sk,
 				       const struct ack_sample *sample)
 {
+	struct reno *ca = inet_csk_ca(sk);
+
 	if (hystart_pp)
-		hspp_on_ack(sk, inet_csk_ca(sk), sample->rtt_us);
+		hspp_on_ack(sk, &ca->hspp, sample->rtt_us);
 }
 KR_PKTS_ACKED(kr_reno_acked, reno_acked)
 

@@ -8,17 +8,18 @@
  * happens inside the struct_ops programs themselves: every hook entry point
  * (hooks.bpf.h) brackets the algorithm's function with kr_trace_begin() and
  * kr_trace_end(). Tracing is switched on and off at run time through the
- * kr_trace_ctl map, which the loader pins beside the link, so an algorithm
+ * kr_trace_on map, which the loader pins beside the link, so an algorithm
  * already carrying traffic can be traced without reloading it; when off, a
  * hook pays one array lookup and a branch.
  *
  * No record is lost silently: a full ring buffer makes the reservation
- * fail, and each failure is counted in kr_trace_ctl.lost, which
- * `kleinrock kernel trace` reports.
+ * fail, and each failure is counted in kr_trace_stats.lost, which
+ * `kleinrock kernel trace` reports. Only the programs write the counters
+ * and only userspace writes kr_trace_on, so neither clobbers the other.
  *
- * struct kr_trace_rec is mirrored field for field by crates/kernel/src/record.rs;
- * its first member carries sizeof() so that a mismatch is refused, not
- * misread.
+ * struct kr_trace_rec is mirrored field for field by
+ * crates/kernel/src/record.rs; its first member carries sizeof() so that a
+ * mismatch is refused, not misread.
  */
 #ifndef __KLEINROCK_TRACE_BPF_H__
 #define __KLEINROCK_TRACE_BPF_H__
@@ -123,19 +124,28 @@ struct kr_trace_rec {
 	__u64 post_ca[KR_CA_WORDS];
 };
 
-struct kr_trace_ctl {
-	__u32 on;			/* set by `kleinrock kernel trace` */
-	__u32 pad;
+_Static_assert(sizeof(struct kr_trace_rec) == 656,
+	       "record.rs decodes exactly this layout");
+
+struct kr_trace_stats {
 	__u64 recorded;			/* records submitted */
 	__u64 lost;			/* records the full ring refused */
 };
+
+/* The pid of the `kleinrock kernel trace` recording, 0 when off. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} kr_trace_on SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct kr_trace_ctl);
-} kr_trace_ctl SEC(".maps");
+	__type(value, struct kr_trace_stats);
+} kr_trace_stats SEC(".maps");
 
 /* 4 MiB, about 5,000 records: the loader may resize it before load. */
 struct {
@@ -143,11 +153,15 @@ struct {
 	__uint(max_entries, 4 << 20);
 } kr_trace_ring SEC(".maps");
 
-/* tcp_min_rtt(): the windowed minimum RTT, us. */
-static __always_inline __u32 tcp_min_rtt(const struct tcp_sock *tp)
-{
-	return tp->rtt_min.s[0].v;
-}
+/*
+ * KR_CA_TYPE(bictcp): names the struct that an algorithm keeps in its
+ * private area, so that its type reaches the object's BTF (clang emits BTF
+ * only for types that globals and non-inline functions use) and the trace
+ * decoder can name each member of the raw 104 bytes (record.rs, ca.rs).
+ * The pointer itself is never used.
+ */
+#define KR_CA_TYPE(type)						\
+	struct type *const volatile kr_ca_type = 0
 
 static __always_inline void kr_snapshot(struct kr_sock_state *s,
 					struct sock *sk)
@@ -213,14 +227,17 @@ static __always_inline struct kr_trace_rec *kr_trace_begin(struct sock *sk,
 							   __u32 hook)
 {
 	__u32 zero = 0;
-	struct kr_trace_ctl *ctl = bpf_map_lookup_elem(&kr_trace_ctl, &zero);
+	__u32 *on = bpf_map_lookup_elem(&kr_trace_on, &zero);
+	struct kr_trace_stats *stats;
 	struct kr_trace_rec *r;
 
-	if (!ctl || !ctl->on)
+	if (!on || !*on)
 		return NULL;
 	r = bpf_ringbuf_reserve(&kr_trace_ring, sizeof(*r), 0);
 	if (!r) {
-		__sync_fetch_and_add(&ctl->lost, 1);
+		stats = bpf_map_lookup_elem(&kr_trace_stats, &zero);
+		if (stats)
+			__sync_fetch_and_add(&stats->lost, 1);
 		return NULL;
 	}
 	__builtin_memset(r, 0, sizeof(*r));
@@ -241,7 +258,7 @@ static __always_inline void kr_trace_end(struct sock *sk,
 					 struct kr_trace_rec *r, __u32 ret)
 {
 	__u32 zero = 0;
-	struct kr_trace_ctl *ctl;
+	struct kr_trace_stats *stats;
 
 	if (!r)
 		return;
@@ -249,9 +266,9 @@ static __always_inline void kr_trace_end(struct sock *sk,
 	kr_snapshot(&r->post, sk);
 	kr_copy_ca(r->post_ca, sk);
 	bpf_ringbuf_submit(r, 0);
-	ctl = bpf_map_lookup_elem(&kr_trace_ctl, &zero);
-	if (ctl)
-		__sync_fetch_and_add(&ctl->recorded, 1);
+	stats = bpf_map_lookup_elem(&kr_trace_stats, &zero);
+	if (stats)
+		__sync_fetch_and_add(&stats->recorded, 1);
 }
 
 static __always_inline void kr_trace_rate_sample(struct kr_trace_rec *r,

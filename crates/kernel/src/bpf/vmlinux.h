@@ -171,13 +171,18 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_RINGBUF = 27,
 };
 
-/* enum tcp_ca_event: values fixed by the ABI. */
-#define CA_EVENT_TX_START	0
-#define CA_EVENT_CWND_RESTART	1
-#define CA_EVENT_COMPLETE_CWR	2
-#define CA_EVENT_LOSS		3
-#define CA_EVENT_ECN_NO_CE	4
-#define CA_EVENT_ECN_IS_CE	5
+/*
+ * include/net/tcp.h. An enum, not defines: the kernel's cwnd_event
+ * functions take it, and a kfunc's declaration must match its type.
+ */
+enum tcp_ca_event {
+	CA_EVENT_TX_START = 0,		/* first transmit when nothing in flight */
+	CA_EVENT_CWND_RESTART = 1,	/* cwnd restart after idle */
+	CA_EVENT_COMPLETE_CWR = 2,	/* end of CWR with cwnd reduced */
+	CA_EVENT_LOSS = 3,		/* RTO */
+	CA_EVENT_ECN_NO_CE = 4,		/* ECT set, not CE marked */
+	CA_EVENT_ECN_IS_CE = 5,		/* CE marked */
+};
 
 /* enum tcp_ca_state */
 #define TCP_CA_Open		0
