@@ -393,4 +393,22 @@ fn kernel_load_and_unload_without_root_say_to_use_sudo() {
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
+    let o = run(&[
+        "kernel",
+        "trace",
+        "--cc",
+        "kr_cubic",
+        "--out",
+        "/tmp/kr-never.csv",
+    ])
+    .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: tracing congestion control needs root")
+            || err.starts_with("error: cannot trace: this kleinrock was built without"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!std::path::Path::new("/tmp/kr-never.csv").exists());
 }

@@ -357,7 +357,7 @@ mod session {
     }
 
     pub fn run(req: &Request<'_>, progress: &mut dyn FnMut(u64, usize)) -> Result<Report, Error> {
-        pins::check_root("trace")?;
+        pins::check_root("tracing congestion control")?;
         let paths = Paths::system();
         paths.check_bpffs()?;
         let hz = kernel_hz().ok_or_else(|| {
