@@ -115,6 +115,12 @@ pub const EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
 /// L1_CACHE_ALIGN(128 + MAX_HEADER) = 320 bytes.
 pub const MAX_TCP_HEADER: u64 = 320;
 
+/// `tcp_stamp_us_delta()`: `t1 - t0` in µs, 0 if negative, returned as the
+/// kernel's `u32`, which truncates gaps of 2^32 µs (71.6 minutes) or more.
+fn stamp_us_delta(t1: u64, t0: u64) -> u32 {
+    (t1.wrapping_sub(t0) as i64).max(0) as u32
+}
+
 /// `enum bbr_mode`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(u8)]
@@ -397,9 +403,8 @@ impl Bbr {
 
     /// `bbr_is_next_cycle_phase()`.
     fn is_next_cycle_phase(&self, sk: &Sock, rs: &RateSample) -> bool {
-        let is_full_length = (sk.delivered_mstamp.wrapping_sub(self.st.cycle_mstamp) as i64).max(0)
-            as u64
-            > self.st.min_rtt_us as u64;
+        let is_full_length =
+            stamp_us_delta(sk.delivered_mstamp, self.st.cycle_mstamp) > self.st.min_rtt_us;
         if self.st.pacing_gain == BBR_UNIT {
             return is_full_length;
         }
@@ -562,9 +567,8 @@ impl Bbr {
                 self.st.extra_acked[self.st.extra_acked_win_idx] = 0;
             }
         }
-        let epoch_us =
-            (sk.delivered_mstamp.wrapping_sub(self.st.ack_epoch_mstamp) as i64).max(0) as u64;
-        let mut expected = ((self.bw() as u64 * epoch_us) / BW_UNIT) as u32;
+        let epoch_us = stamp_us_delta(sk.delivered_mstamp, self.st.ack_epoch_mstamp);
+        let mut expected = ((self.bw() as u64 * epoch_us as u64) / BW_UNIT) as u32;
         if self.st.ack_epoch_acked <= expected
             || self.st.ack_epoch_acked.wrapping_add(rs.acked_sacked) >= ACK_EPOCH_ACKED_RESET_THRESH
         {

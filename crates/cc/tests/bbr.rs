@@ -219,3 +219,69 @@ fn the_gain_cycle_phase_is_seeded_and_can_be_dictated() {
     assert_eq!(run(Some(3), None), run(Some(3), None));
     assert_eq!(run(None, Some(5)), 5);
 }
+
+/// A rate sample that carries no delivery: the model only ages.
+fn no_sample() -> RateSample {
+    RateSample {
+        delivered: -1,
+        interval_us: -1,
+        rtt_us: -1,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_gain_cycle_phase_ages_by_the_kernels_u32_microseconds() {
+    // tcp_stamp_us_delta() returns u32: a phase that began 2^32 + 5 us ago
+    // reads as 5 us old, short of min_rtt, so it goes on.
+    let mut b = Bbr::new();
+    let mut sk = sock();
+    b.init(&mut sk);
+    for (name, v) in [
+        ("mode", Mode::ProbeBw as i64),
+        ("cycle_idx", 3),
+        ("pacing_gain", BBR_UNIT as i64),
+        ("min_rtt_us", 10_000),
+        ("cycle_mstamp", 1_000),
+    ] {
+        assert!(b.set_ca(name, v), "{name}");
+    }
+    sk.delivered_mstamp = 1_000 + (1 << 32) + 5;
+    b.cong_control(&mut sk, 0, 0, &no_sample());
+    assert_eq!(b.state().cycle_idx, 3);
+    // One min_rtt past it, modulo 2^32, the phase ends.
+    sk.delivered_mstamp = 1_000 + (1 << 32) + 10_001;
+    b.cong_control(&mut sk, 0, 0, &no_sample());
+    assert_eq!(b.state().cycle_idx, 4);
+}
+
+#[test]
+fn an_ack_epoch_ages_by_the_kernels_u32_microseconds() {
+    // bw 2^23 (half a packet per us): 2^32 + 1000 us into the epoch the
+    // kernel expects 500 packets, not 2^31 + 500, so the 2000 ACKed are
+    // excess and the epoch goes on.
+    let mut b = Bbr::new();
+    let mut sk = sock();
+    b.init(&mut sk);
+    for (name, v) in [
+        ("bw_s0_v", 1 << 23),
+        ("ack_epoch_mstamp", 1_000),
+        ("ack_epoch_acked", 2_000),
+    ] {
+        assert!(b.set_ca(name, v), "{name}");
+    }
+    sk.snd_cwnd = 5_000; // above the excess, which it caps
+    sk.delivered += 10;
+    sk.delivered_mstamp = 1_000 + (1 << 32) + 1_000;
+    let rs = RateSample {
+        delivered: 10,
+        interval_us: 20,
+        rtt_us: -1,
+        acked_sacked: 10,
+        ..Default::default()
+    };
+    b.cong_control(&mut sk, 0, 0, &rs);
+    assert_eq!(b.state().ack_epoch_mstamp, 1_000);
+    assert_eq!(b.state().ack_epoch_acked, 2_010);
+    assert_eq!(b.state().extra_acked, [1_510, 0]);
+}
