@@ -18,7 +18,14 @@ mod bpf {
 
     /// The ported algorithms: src/bpf/<name>.bpf.c becomes
     /// $OUT_DIR/<name>.skel.rs.
-    const PROGRAMS: &[&str] = &["reno", "cubic", "native_reno", "native_cubic", "native_bbr"];
+    const PROGRAMS: &[&str] = &[
+        "reno",
+        "cubic",
+        "bbr",
+        "native_reno",
+        "native_cubic",
+        "native_bbr",
+    ];
 
     pub fn build() {
         let Some(clang) = find_clang() else {

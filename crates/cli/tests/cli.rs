@@ -324,8 +324,8 @@ fn select_bad_input_gets_one_clear_sentence() {
 fn kernel_load_refuses_bad_input_in_one_sentence_before_needing_root() {
     for (args, expected) in [
         (
-            &["kernel", "load", "bbr"][..],
-            "error: bbr has no BPF port yet; the ported algorithms are reno and cubic\n",
+            &["kernel", "load", "dctcp"][..],
+            "error: dctcp has no BPF port yet; the ported algorithms are reno, cubic, bbr\n",
         ),
         (
             &["kernel", "load", "cubicc"][..],

@@ -45,6 +45,11 @@ mod native_bbr_skel {
     include!(concat!(env!("OUT_DIR"), "/native_bbr.skel.rs"));
 }
 
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod bbr_skel {
+    include!(concat!(env!("OUT_DIR"), "/bbr.skel.rs"));
+}
+
 /// cubic.bpf.c's `friendly` values.
 fn friendly_value(f: Friendly) -> u32 {
     match f {
@@ -90,6 +95,7 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
         Port::Reno(p) => load_reno(&plan.name, p),
         Port::Cubic(p) => load_cubic(&plan.name, p),
         Port::Native(n) => load_native(&plan.name, *n),
+        Port::Bbr => load_bbr(&plan.name),
     }
     .and_then(|mut l| {
         l.pin(&link)
@@ -278,6 +284,7 @@ pub fn ca_layout(port: &Port) -> Result<Layout, Error> {
     match port {
         Port::Reno(_) => from_object!(reno_skel::RenoSkelBuilder),
         Port::Cubic(_) => from_object!(cubic_skel::CubicSkelBuilder),
+        Port::Bbr => from_object!(bbr_skel::BbrSkelBuilder),
         Port::Native(n) => match n.ca_struct() {
             None => Ok(Layout::default()),
             Some(s) => {
@@ -290,4 +297,22 @@ pub fn ca_layout(port: &Port) -> Result<Layout, Error> {
             }
         },
     }
+}
+
+/// BBR has no parameters, hence no read-only data to set.
+fn load_bbr(name: &str) -> Result<Link, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = bbr_skel::BbrSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(|e| refused(name, "open", e))?;
+    open.struct_ops.kr_bbr_mut().name = ca_name(name);
+    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
+    let m = &mut skel.maps;
+    register(
+        name,
+        &mut m.kr_bbr,
+        &mut m.kr_trace_on,
+        &mut m.kr_trace_stats,
+        &mut m.kr_trace_ring,
+    )
 }

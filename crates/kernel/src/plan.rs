@@ -8,7 +8,7 @@
 //!
 //! Names: the kernel keys congestion controls by a name of at most 15 bytes
 //! (`TCP_CA_NAME_MAX` is 16 with the NUL). A default spec loads as
-//! `kr_<algorithm>` (`kr_reno`, `kr_cubic`); each parameter that differs
+//! `kr_<algorithm>` (`kr_reno`, `kr_cubic`, `kr_bbr`); each parameter that differs
 //! from the default appends `_<token>` in the order `kleinrock algorithms`
 //! lists the parameters:
 //!
@@ -53,6 +53,8 @@ pub enum Port {
     /// `native_<alg>.bpf.c`: the kernel's own algorithm behind a traceable
     /// wrapper (spec `native:cubic`, name `kn_cubic`).
     Native(Native),
+    /// `bbr.bpf.c`: BBR v1, which has no parameters.
+    Bbr,
 }
 
 /// The kernel's built-in algorithms that have a tracing wrapper.
@@ -96,6 +98,9 @@ pub const NATIVE_SPEC_PREFIX: &str = "native:";
 /// The prefix of a wrapper's name: `kn_cubic` wraps the kernel's `cubic`.
 pub const NATIVE_NAME_PREFIX: &str = "kn_";
 
+/// The algorithms with a BPF port, as the refusal of the others lists them.
+pub const PORTED: &[&str] = &["reno", "cubic", "bbr"];
+
 /// What to load: the port, its canonical spec and the name to register.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -128,10 +133,12 @@ pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
             let p = *c.params();
             (Port::Cubic(p), cubic_tokens(&p))
         }
+        Algorithm::Bbr(_) => (Port::Bbr, Vec::new()),
         other => {
             return Err(Error(format!(
-                "{} has no BPF port yet; the ported algorithms are reno and cubic",
-                other.name()
+                "{} has no BPF port yet; the ported algorithms are {}",
+                other.name(),
+                PORTED.join(", ")
             )))
         }
     };
@@ -178,6 +185,7 @@ impl Port {
             Port::Reno(_) => "reno",
             Port::Cubic(_) => "cubic",
             Port::Native(n) => n.kernel_name(),
+            Port::Bbr => "bbr",
         }
     }
 
@@ -372,14 +380,24 @@ mod tests {
     }
 
     #[test]
+    fn bbr_is_kr_bbr_and_takes_no_parameters() {
+        let p = plan("bbr", None).unwrap();
+        assert_eq!(
+            (p.port, p.spec.as_str(), p.name.as_str()),
+            (Port::Bbr, "bbr", "kr_bbr")
+        );
+        assert_eq!(plan("bbr", Some("krt_bbr")).unwrap().name, "krt_bbr");
+        assert_eq!(
+            name_of("bbr:gain=2"),
+            "unknown parameter `gain` for bbr; it takes none"
+        );
+    }
+
+    #[test]
     fn unported_algorithms_say_which_are() {
         assert_eq!(
-            name_of("bbr"),
-            "bbr has no BPF port yet; the ported algorithms are reno and cubic"
-        );
-        assert_eq!(
             name_of("dctcp"),
-            "dctcp has no BPF port yet; the ported algorithms are reno and cubic"
+            "dctcp has no BPF port yet; the ported algorithms are reno, cubic, bbr"
         );
     }
 

@@ -85,4 +85,33 @@ static __always_inline __u32 tcp_reno_undo_cwnd(const struct sock *sk)
 	return max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+/*
+ * Kernel helpers of include/net/tcp.h and include/linux/jiffies.h that
+ * BBR uses, as crates/cc computes them (sock.rs, bbr.rs).
+ */
+#define MSEC_PER_SEC	1000UL
+
+/* tcp_packets_in_flight(): sent and not cumulatively ACKed, less SACKed
+ * and lost, plus retransmitted: the core's estimate of what is in the
+ * network, segments. */
+static __always_inline __u32 tcp_packets_in_flight(const struct tcp_sock *tp)
+{
+	return tp->packets_out - (tp->sacked_out + tp->lost_out) +
+	       tp->retrans_out;
+}
+
+/* tcp_stamp_us_delta(): t1 - t0 in us, 0 if t1 is earlier; the kernel's
+ * u32 return type truncates deltas of 2^32 us (71.6 min) and more. */
+static __always_inline __u32 tcp_stamp_us_delta(__u64 t1, __u64 t0)
+{
+	return max((__s64)(t1 - t0), 0LL);
+}
+
+/* msecs_to_jiffies(), rounding up: the kernel's formula for every HZ that
+ * divides 1000 (100, 250, 1000), as crates/cc's sock.rs computes it. */
+static __always_inline __u32 msecs_to_jiffies(__u32 m)
+{
+	return ((__u64)m * HZ + MSEC_PER_SEC - 1) / MSEC_PER_SEC;
+}
+
 #endif /* __KLEINROCK_BPF_H__ */
