@@ -305,10 +305,8 @@ const BBR: &str = "krt_bbr";
 /// bbr_init() left: 2.89 * cwnd * mss / srtt at 99%. The kernel's `bbr`
 /// and `krt_bbr` must both equal the reference on their own TCP_INFO;
 /// `cubic`, which paces nothing and whose rate the core sets to
-/// 2 * cwnd * mss / srtt, must not. bbr_init() ends by setting
-/// sk_pacing_status to SK_PACING_NEEDED (the socket is not otherwise
-/// paced: no fq, no SO_MAX_PACING_RATE), so the rate also shows that init
-/// ran to its end. The status itself is not visible from user space.
+/// 2 * cwnd * mss / srtt, must not. (sk_pacing_status, which user space
+/// cannot see, is checked in a trace: bbr_trace_shows_init_asking_for_pacing.)
 #[test]
 fn bbr_paces_from_init_as_the_kernels_bbr_and_carries_loopback_traffic() {
     if let Some(why) = skip_reason() {
@@ -361,11 +359,45 @@ fn iperf3_runs_over_the_bbr_port() {
     iperf3_through("bbr", "krt_bbr_ip");
 }
 
+/// Runs each command in turn; the first failure, as a sentence.
+fn run_all(steps: &[&[&str]]) -> Result<(), String> {
+    for step in steps {
+        let out = Command::new(step[0])
+            .args(&step[1..])
+            .output()
+            .map_err(|e| format!("{}: {e}", step.join(" ")))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{}: {}",
+                step.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A network namespace of the test's, deleted (with its devices) on drop.
+struct Netns(String);
+
+impl Netns {
+    fn new(name: String) -> Result<Netns, String> {
+        run_all(&[&["ip", "netns", "add", &name]])?;
+        Ok(Netns(name))
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
 /// Two network namespaces joined by a veth pair, the sender's side limited
-/// by a tbf qdisc; both are deleted on drop (the veth goes with them).
+/// by a tbf qdisc.
 struct TbfPath {
-    snd: String,
-    rcv: String,
+    snd: Netns,
+    rcv: Netns,
 }
 
 impl TbfPath {
@@ -376,69 +408,37 @@ impl TbfPath {
     fn new() -> Result<TbfPath, String> {
         let pid = std::process::id();
         let path = TbfPath {
-            snd: format!("krt-bbr-s-{pid}"),
-            rcv: format!("krt-bbr-r-{pid}"),
+            snd: Netns::new(format!("krt-bbr-s-{pid}"))?,
+            rcv: Netns::new(format!("krt-bbr-r-{pid}"))?,
         };
+        let (snd, rcv) = (path.snd.0.as_str(), path.rcv.0.as_str());
         let (vs, vr) = (format!("krtb{pid}s"), format!("krtb{pid}r"));
         let rate = format!("{}bit", Self::RATE);
-        let steps: [&[&str]; 9] = [
-            &["ip", "netns", "add", &path.snd],
-            &["ip", "netns", "add", &path.rcv],
+        run_all(&[
             &[
-                "ip", "link", "add", "name", &vs, "netns", &path.snd, "type", "veth", "peer",
-                "name", &vr, "netns", &path.rcv,
+                "ip", "link", "add", "name", &vs, "netns", snd, "type", "veth", "peer", "name",
+                &vr, "netns", rcv,
             ],
+            &["ip", "-n", snd, "addr", "add", "10.199.0.1/24", "dev", &vs],
+            &["ip", "-n", rcv, "addr", "add", "10.199.0.2/24", "dev", &vr],
+            &["ip", "-n", snd, "link", "set", &vs, "up"],
+            &["ip", "-n", rcv, "link", "set", &vr, "up"],
+            &["ip", "-n", rcv, "link", "set", "lo", "up"],
             &[
-                "ip",
-                "-n",
-                &path.snd,
-                "addr",
-                "add",
-                "10.199.0.1/24",
-                "dev",
-                &vs,
+                "tc", "-n", snd, "qdisc", "add", "dev", &vs, "root", "tbf", "rate", &rate, "burst",
+                "16kb", "latency", "20ms",
             ],
-            &[
-                "ip",
-                "-n",
-                &path.rcv,
-                "addr",
-                "add",
-                "10.199.0.2/24",
-                "dev",
-                &vr,
-            ],
-            &["ip", "-n", &path.snd, "link", "set", &vs, "up"],
-            &["ip", "-n", &path.rcv, "link", "set", &vr, "up"],
-            &["ip", "-n", &path.rcv, "link", "set", "lo", "up"],
-            &[
-                "tc", "-n", &path.snd, "qdisc", "add", "dev", &vs, "root", "tbf", "rate", &rate,
-                "burst", "16kb", "latency", "20ms",
-            ],
-        ];
-        for step in steps {
-            let out = Command::new(step[0])
-                .args(&step[1..])
-                .output()
-                .map_err(|e| format!("{}: {e}", step.join(" ")))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "{}: {}",
-                    step.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
-            }
-        }
+        ])?;
         Ok(path)
     }
 
     /// Runs `f` on a thread inside namespace `ns` (setns moves only the
     /// calling thread; sockets it creates belong to the namespace).
     fn in_netns<T: Send + 'static>(
-        ns: &str,
+        ns: &Netns,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> std::thread::JoinHandle<T> {
-        let file = format!("/var/run/netns/{ns}");
+        let file = format!("/var/run/netns/{}", ns.0);
         std::thread::spawn(move || {
             let handle = std::fs::File::open(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
             // SAFETY: setns on a namespace file we hold open.
@@ -483,14 +483,6 @@ impl TbfPath {
         let (got, end) = receiver.join().unwrap();
         assert_eq!(got, bytes);
         (got as f64 / (end - start).as_secs_f64(), tx)
-    }
-}
-
-impl Drop for TbfPath {
-    fn drop(&mut self) {
-        for ns in [&self.snd, &self.rcv] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
     }
 }
 
@@ -547,4 +539,120 @@ fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
             .unwrap(),
         Unloaded::Gone
     );
+}
+
+/// The trace of a `krt_bbr` connection shows bbr_init() turn
+/// sk_pacing_status from SK_PACING_NONE (0) to SK_PACING_NEEDED (1), and
+/// the connection keep it; the trace replays into the Rust reference with
+/// zero divergence.
+///
+/// iperf3 -C switches the congestion control after connect, when init runs
+/// on a socket that began with the namespace's default; the host's default
+/// here is the kernel's bbr, which would have asked for pacing already. So
+/// the connection runs in a namespace of its own whose default is reno
+/// (a namespace may choose only unrestricted ones: reno, bbr),
+/// which does not; and without -b, iperf3 sets no SO_MAX_PACING_RATE.
+#[test]
+fn bbr_trace_shows_init_asking_for_pacing() {
+    use kleinrock_kernel::trace::{run, Request};
+    use kleinrock_trace::TraceReader;
+
+    if let Some(why) = skip_reason() {
+        eprintln!("kernel test skipped: {why}");
+        return;
+    }
+    if Command::new("iperf3").arg("--version").output().is_err() {
+        eprintln!("trace test skipped: iperf3 is not installed (apt-get install iperf3)");
+        return;
+    }
+    let ns = match Netns::new(format!("krt-bbr-t-{}", std::process::id())).and_then(|ns| {
+        run_all(&[
+            &["ip", "-n", &ns.0, "link", "set", "lo", "up"],
+            &[
+                "ip",
+                "netns",
+                "exec",
+                &ns.0,
+                "sysctl",
+                "-qw",
+                "net.ipv4.tcp_congestion_control=reno",
+            ],
+        ])?;
+        Ok(ns)
+    }) {
+        Ok(ns) => ns,
+        Err(e) => {
+            eprintln!("trace test skipped: cannot build the namespace ({e})");
+            return;
+        }
+    };
+    const NAME: &str = "krt_bbr_tr";
+    let _ = Paths::system().unload(NAME, Duration::from_secs(2));
+    kleinrock_kernel::load(&plan("bbr", Some(NAME)).unwrap()).unwrap_or_else(|e| panic!("{e}"));
+    let dir = std::env::temp_dir().join(format!("kleinrock-bbr-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut server = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.0,
+            "iperf3",
+            "-s",
+            "-1",
+            "-B",
+            "127.0.0.1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let command: Vec<String> = [
+        "sh".to_string(),
+        "-c".to_string(),
+        format!(
+            "ip netns exec {} iperf3 -c 127.0.0.1 -n 4M -C \"$KLEINROCK_CC\" >/dev/null",
+            ns.0
+        ),
+    ]
+    .into();
+    let out = dir.join("bbr.csv");
+    let report = run(
+        &Request {
+            cc: NAME,
+            out: &out,
+            command: Some(&command),
+        },
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let _ = server.wait();
+    let _ = Paths::system().unload(NAME, Duration::from_secs(2));
+    assert!(report.command_status.is_some_and(|s| s.success()));
+    assert_eq!(report.lost, 0);
+    // The sender: the connection with the most hook calls.
+    let sender = report.summary.files.iter().max_by_key(|f| f.rows).unwrap();
+    let mut trace = TraceReader::open(&sender.path).unwrap();
+    let col = |t: &TraceReader, name: &str| t.column(name).unwrap_or_else(|| panic!("{name}"));
+    let (hook, pre, post) = (
+        col(&trace, "hook"),
+        col(&trace, "pre_pacing_status"),
+        col(&trace, "post_pacing_status"),
+    );
+    let mut rows = 0;
+    while trace.next_row().unwrap().is_some() {
+        let (before, after) = (trace.cells()[pre], trace.cells()[post]);
+        if rows == 0 {
+            assert_eq!(trace.text(hook), "init");
+            assert_eq!((before, after), (Some(0), Some(1)), "init");
+        } else {
+            assert_eq!(after, Some(1), "row {rows}: {}", trace.text(hook));
+        }
+        rows += 1;
+    }
+    assert!(rows > 10, "{rows} rows");
+    let reference = report.replay_spec.parse().unwrap();
+    let replayed = kleinrock_trace::replay(&sender.path, reference, report.hz, &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(replayed.agrees(), "{replayed}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
