@@ -8,8 +8,9 @@
 //! `bpf`).
 //!
 //! A connection is recorded only if tracing saw it from its start (its
-//! first record is `init`, or the `pkts_acked` of the SYN-ACK that the
-//! kernel calls before `init`), or if the algorithm keeps no private state:
+//! first record is `init`, or a hook the kernel calls before `init`, such
+//! as `pkts_acked` or `cong_control` on the SYN-ACK, while the private area
+//! is still all zero), or if the algorithm keeps no private state:
 //! the replayer starts from the all-zero private state of a new socket, so
 //! a connection joined midway could not be replayed. Such connections are
 //! counted and named, not written.
@@ -128,9 +129,14 @@ impl Recording {
         let route = match self.routes.get(&r.conn) {
             Some(route) => route,
             None => {
+                // The kernel zeroes the private area when it assigns the
+                // algorithm, and hooks may run before init (pkts_acked or
+                // cong_control on the SYN-ACK): a new connection is one
+                // whose first record is init or finds the area all zero.
                 // Without private state there is nothing to have missed.
                 let from_start = self.layout.members.is_empty()
-                    || matches!(r.hook, Hook::Init | Hook::PktsAcked(_));
+                    || matches!(r.hook, Hook::Init)
+                    || r.pre_ca.iter().all(|&b| b == 0);
                 let route = if from_start {
                     match self.open(r.conn) {
                         Ok(i) => Route::Write(i),
@@ -536,7 +542,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let out = dir.join("t.csv");
         let mut r = Recording::new(&out, 250, layout());
-        r.push(&rec(4, 1000, 10, 0)); // pkts_acked before init: from the start
+        r.push(&rec(4, 1000, 10, 0)); // pkts_acked before init, zero area: a start
         r.push(&rec(0, 1000, 10, 0));
         r.push(&rec(0, 2000, 10, 0));
         r.push(&rec(3, 3000, 50, 7)); // cong_avoid first: joined midway
@@ -579,6 +585,20 @@ mod tests {
         let s = r.finish().unwrap();
         assert_eq!((s.files.len(), s.files[0].rows), (1, 1));
         assert!(s.joined_midway.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_hook_before_init_on_a_zeroed_area_starts_a_connection() {
+        let dir = std::env::temp_dir().join(format!("kr-trace-test3-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut r = Recording::new(&dir.join("bbr.csv"), 250, layout());
+        r.push(&rec(9, 1000, 10, 0)); // cong_control on the SYN-ACK
+        r.push(&rec(9, 2000, 10, 5)); // cong_control mid-connection
+        let s = r.finish().unwrap();
+        assert_eq!(s.files.len(), 1);
+        assert_eq!(s.files[0].conn.sport, 1000);
+        assert_eq!(s.joined_midway.len(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -20,7 +20,18 @@ use kleinrock_kernel::pins::Paths;
 use kleinrock_kernel::plan::plan;
 use kleinrock_kernel::trace::{run, Request};
 
-fn iperf3_server(port: u16) -> Child {
+/// An `iperf3 -s -1`, killed when dropped so that a failing test leaves no
+/// server behind.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn iperf3_server(port: u16) -> Server {
     let child = Command::new("iperf3")
         .args(["-s", "-1", "-p", &port.to_string()])
         .stdout(Stdio::null())
@@ -29,14 +40,14 @@ fn iperf3_server(port: u16) -> Child {
         .expect("iperf3 -s");
     // iperf3 listens within milliseconds; give it a moment.
     std::thread::sleep(Duration::from_millis(300));
-    child
+    Server(child)
 }
 
 /// Traces `cc` while iperf3 sends for `secs` at `rate`, replays the busiest
 /// connection's trace and returns the rows replayed per hook.
 fn trace_and_replay(cc: &str, dir: &Path, secs: u32, rate: &str) -> Vec<(String, u64)> {
     let port = common::free_port();
-    let mut server = iperf3_server(port);
+    let _server = iperf3_server(port);
     let out = dir.join(format!("{cc}.csv.gz"));
     let command: Vec<String> = [
         "sh",
@@ -54,7 +65,6 @@ fn trace_and_replay(cc: &str, dir: &Path, secs: u32, rate: &str) -> Vec<(String,
         command: Some(&command),
     };
     let report = run(&req, &mut |_, _| {}).unwrap_or_else(|e| panic!("trace {cc}: {e}"));
-    let _ = server.wait();
     assert!(
         report.command_status.is_some_and(|s| s.success()),
         "{cc}: iperf3 failed"
