@@ -11,6 +11,7 @@ use crate::pins::{self, Paths};
 use crate::plan::{Plan, Port};
 use crate::{Error, Loaded};
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
+use kleinrock_cc::dctcp::DctcpParams;
 use kleinrock_cc::reno::RenoParams;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, PrintLevel};
@@ -26,6 +27,11 @@ mod reno_skel {
 #[allow(clippy::all, unsafe_op_in_unsafe_fn)]
 mod cubic_skel {
     include!(concat!(env!("OUT_DIR"), "/cubic.skel.rs"));
+}
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod dctcp_skel {
+    include!(concat!(env!("OUT_DIR"), "/dctcp.skel.rs"));
 }
 
 /// cubic.bpf.c's `friendly` values.
@@ -72,6 +78,7 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
     let result = match &plan.port {
         Port::Reno(p) => load_reno(&plan.name, p),
         Port::Cubic(p) => load_cubic(&plan.name, p),
+        Port::Dctcp(p) => load_dctcp(&plan.name, p),
     }
     .and_then(|mut l| {
         l.pin(&link)
@@ -170,6 +177,24 @@ fn load_cubic(name: &str, p: &CubicParams) -> Result<Link, Error> {
     let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
     skel.maps
         .kr_cubic
+        .attach_struct_ops()
+        .map_err(|e| refused(name, "register", e))
+}
+
+fn load_dctcp(name: &str, p: &DctcpParams) -> Result<Link, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = dctcp_skel::DctcpSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(|e| refused(name, "open", e))?;
+    open.struct_ops.kr_dctcp_mut().name = ca_name(name);
+    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
+        return Err(no_rodata(name));
+    };
+    ro.shift_g = p.shift_g;
+    ro.alpha_on_init = p.alpha_on_init;
+    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
+    skel.maps
+        .kr_dctcp
         .attach_struct_ops()
         .map_err(|e| refused(name, "register", e))
 }

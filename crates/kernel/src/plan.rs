@@ -26,13 +26,17 @@
 //! | `hystart_detect=N` | `hdN` |
 //! | `hystart_low_window=N` | `lwN` |
 //! | `hystart_ack_delta_us=N` | `adN` |
+//! | dctcp `shift_g=N` | `gN` |
+//! | dctcp `alpha_on_init=N` | `aN` |
 //!
 //! so `cubic:hystart=off` is `kr_cubic_nohs`, `cubic:beta=768` is
-//! `kr_cubic_b768` and `reno:hystart=hspp` is `kr_reno_hspp`. A derived name longer than 15 bytes is refused with a
-//! hint to choose one with `--name`.
+//! `kr_cubic_b768`, `reno:hystart=hspp` is `kr_reno_hspp` and
+//! `dctcp:shift_g=2` is `kr_dctcp_g2`. A derived name longer than 15 bytes
+//! is refused with a hint to choose one with `--name`.
 
 use crate::Error;
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
+use kleinrock_cc::dctcp::DctcpParams;
 use kleinrock_cc::ops::CongestionControl;
 use kleinrock_cc::reno::RenoParams;
 use kleinrock_cc::spec::Algorithm;
@@ -43,6 +47,9 @@ pub const NAME_MAX: usize = 15;
 /// The prefix of every derived name: ours, and apart from the kernel's.
 pub const NAME_PREFIX: &str = "kr_";
 
+/// The algorithms with a BPF port, in the order the refusal names them.
+pub const PORTED: &[&str] = &["reno", "cubic", "dctcp"];
+
 /// A BPF port and its parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Port {
@@ -50,6 +57,8 @@ pub enum Port {
     Reno(RenoParams),
     /// `cubic.bpf.c`, with the kernel module's parameters.
     Cubic(CubicParams),
+    /// `dctcp.bpf.c`, with the kernel module's parameters.
+    Dctcp(DctcpParams),
 }
 
 /// What to load: the port, its canonical spec and the name to register.
@@ -81,10 +90,15 @@ pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
             let p = *c.params();
             (Port::Cubic(p), cubic_tokens(&p))
         }
+        Algorithm::Dctcp(d) => {
+            let p = *d.params();
+            (Port::Dctcp(p), dctcp_tokens(&p))
+        }
         other => {
             return Err(Error(format!(
-                "{} has no BPF port yet; the ported algorithms are reno and cubic",
-                other.name()
+                "{} has no BPF port yet; the ported algorithms are {}",
+                other.name(),
+                ported_list()
             )))
         }
     };
@@ -108,7 +122,16 @@ impl Port {
         match self {
             Port::Reno(_) => "reno",
             Port::Cubic(_) => "cubic",
+            Port::Dctcp(_) => "dctcp",
         }
+    }
+}
+
+/// "reno, cubic and dctcp".
+fn ported_list() -> String {
+    match PORTED.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => PORTED.join(""),
     }
 }
 
@@ -148,6 +171,19 @@ fn cubic_tokens(p: &CubicParams) -> Vec<String> {
     }
     if h.ack_delta_us != hd.ack_delta_us {
         t.push(format!("ad{}", h.ack_delta_us));
+    }
+    t
+}
+
+/// The name tokens of DCTCP's non-default parameters.
+fn dctcp_tokens(p: &DctcpParams) -> Vec<String> {
+    let d = DctcpParams::default();
+    let mut t = Vec::new();
+    if p.shift_g != d.shift_g {
+        t.push(format!("g{}", p.shift_g));
+    }
+    if p.alpha_on_init != d.alpha_on_init {
+        t.push(format!("a{}", p.alpha_on_init));
     }
     t
 }
@@ -230,6 +266,30 @@ mod tests {
     }
 
     #[test]
+    fn dctcp_names_and_params() {
+        assert_eq!(name_of("dctcp"), "kr_dctcp");
+        assert_eq!(name_of("dctcp:shift_g=4:alpha_on_init=1024"), "kr_dctcp");
+        assert_eq!(name_of("dctcp:shift_g=2"), "kr_dctcp_g2");
+        assert_eq!(name_of("dctcp:alpha_on_init=0"), "kr_dctcp_a0");
+        assert_eq!(
+            name_of("dctcp:alpha_on_init=64:shift_g=0"),
+            "kr_dctcp_g0_a64"
+        );
+        assert!(name_of("dctcp:alpha_on_init=512:shift_g=0")
+            .starts_with("the derived name `kr_dctcp_g0_a512` is 16 bytes"));
+        let p = plan("dctcp:shift_g=10:alpha_on_init=5000", Some("kr_d")).unwrap();
+        assert_eq!(p.spec, "dctcp:shift_g=10:alpha_on_init=5000");
+        assert_eq!(
+            p.port,
+            Port::Dctcp(DctcpParams {
+                shift_g: 10,
+                alpha_on_init: 5000
+            })
+        );
+        assert!(name_of("dctcp:shift_g=11").contains("`11` is not a valid value for `shift_g`"));
+    }
+
+    #[test]
     fn the_plan_carries_params_and_the_canonical_spec() {
         let p = plan("cubic:beta=768:hystart=off", Some("kr_c768")).unwrap();
         assert_eq!(p.spec, "cubic:hystart=off:beta=768");
@@ -272,11 +332,11 @@ mod tests {
     fn unported_algorithms_say_which_are() {
         assert_eq!(
             name_of("bbr"),
-            "bbr has no BPF port yet; the ported algorithms are reno and cubic"
+            "bbr has no BPF port yet; the ported algorithms are reno, cubic and dctcp"
         );
         assert_eq!(
-            name_of("dctcp"),
-            "dctcp has no BPF port yet; the ported algorithms are reno and cubic"
+            name_of("cdg"),
+            "cdg has no BPF port yet; the ported algorithms are reno, cubic and dctcp"
         );
     }
 

@@ -194,10 +194,7 @@ pub fn struct_ops_ids(map: &str) -> Vec<u64> {
         .filter(|entry| entry.contains(&format!("\"name\":\"{map}\"")))
         .filter_map(|entry| {
             let id = entry.split("\"id\":").nth(1)?;
-            id.split(|c: char| !c.is_ascii_digit())
-                .next()?
-                .parse()
-                .ok()
+            id.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
         })
         .collect()
 }
@@ -256,6 +253,19 @@ pub fn iperf3_with(ca: &str) -> String {
 pub fn json_says(json: &str, key: &str, value: &str) -> bool {
     json.contains(&format!("\"{key}\":\t\"{value}\""))
         || json.contains(&format!("\"{key}\": \"{value}\""))
+}
+
+/// Routes loopback traffic of the calling thread's namespace through `ca`
+/// (`ip route ... congctl`): sockets accepted by any listener, iperf3's
+/// server among them, then run `ca` too.
+pub fn route_loopback_through(ca: &str) {
+    let ok = Command::new("ip")
+        .args(["route", "replace", "local", "127.0.0.1", "dev", "lo"])
+        .args(["table", "local", "proto", "kernel", "scope", "host"])
+        .args(["src", "127.0.0.1", "congctl", ca])
+        .status()
+        .expect("ip runs");
+    assert!(ok.success(), "ip route ... congctl {ca}");
 }
 
 /// Runs `f` on a thread of its own in a fresh network namespace with

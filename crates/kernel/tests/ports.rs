@@ -1,0 +1,161 @@
+//! The ports beyond reno and cubic, in the running kernel: each is loaded
+//! (a default instance and one with other parameters, side by side),
+//! checked registered, carries 50 MB over loopback with both ends running
+//! it, runs iperf3 in a namespace whose default it is, and unloads, after
+//! which its struct_ops maps are freed. Needs root, as tests/load.rs does;
+//! otherwise it says why and skips.
+//!
+//! Instances are named `krt_*` so that the tests neither trip over nor
+//! unload what an operator has loaded.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use common::{
+    available, congestion_of, connect_with, have_iperf3, in_new_netns, iperf3_with, json_says,
+    listen_with, route_loopback_through, send, skip_reason, struct_ops_ids, tcp_info, wait_freed,
+    TCPI_OPT_ECN, TCPI_OPT_ECN_SEEN,
+};
+use kleinrock_kernel::pins::{Paths, Unloaded};
+use kleinrock_kernel::plan::plan;
+
+const TRANSFER: usize = 50 << 20;
+
+/// Loads `(spec, name)` pairs of one port whose struct_ops map is `map`;
+/// checks each is registered, listed with its spec, and a map of its own.
+/// Returns the new maps' ids.
+fn load_all(map: &str, instances: &[(&str, &str)]) -> Vec<u64> {
+    for (_, name) in instances {
+        let _ = Paths::system().unload(name, Duration::from_secs(2));
+    }
+    let before: BTreeSet<u64> = struct_ops_ids(map).into_iter().collect();
+    for (spec, name) in instances {
+        let p = plan(spec, Some(name)).unwrap();
+        let loaded = kleinrock_kernel::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        assert!(loaded.link.exists(), "{name}");
+    }
+    let listed = available();
+    let pinned = Paths::system().list().unwrap();
+    for (spec, name) in instances {
+        assert!(listed.iter().any(|n| n == name), "{name} in {listed:?}");
+        let pin = pinned.iter().find(|p| p.name == *name).unwrap();
+        let canonical = plan(spec, None).map(|p| p.spec).unwrap();
+        assert_eq!(pin.spec.as_deref(), Some(canonical.as_str()));
+        assert!(pin.registered && pin.linked, "{name}");
+    }
+    let ids: Vec<u64> = struct_ops_ids(map)
+        .into_iter()
+        .filter(|id| !before.contains(id))
+        .collect();
+    assert_eq!(
+        ids.len(),
+        instances.len(),
+        "one struct_ops map per instance"
+    );
+    ids
+}
+
+/// Unloads every instance, checks the names left the kernel's list and,
+/// once no socket holds them, that the maps `ids` are freed.
+fn unload_all(map: &str, instances: &[(&str, &str)], ids: &[u64]) {
+    for (_, name) in instances {
+        let gone = Paths::system()
+            .unload(name, Duration::from_secs(2))
+            .unwrap();
+        assert_eq!(gone, Unloaded::Gone, "{name}");
+    }
+    let listed = available();
+    for (_, name) in instances {
+        assert!(!listed.iter().any(|n| n == name), "{name} in {listed:?}");
+    }
+    assert_eq!(wait_freed(map, ids), Vec::<u64>::new(), "maps still loaded");
+}
+
+/// 50 MB over loopback with both ends running `ca`; returns the sender and
+/// the receiver, still open.
+fn both_ends(ca: &str) -> (std::net::TcpStream, std::net::TcpStream) {
+    let listener = listen_with(ca);
+    let mut tx = connect_with(ca, &listener);
+    let (rx, _) = listener.accept().unwrap();
+    let (got, rx) = send(&mut tx, rx, TRANSFER);
+    assert_eq!(got, TRANSFER, "{ca}");
+    assert_eq!(congestion_of(&tx), ca);
+    assert_eq!(congestion_of(&rx), ca);
+    (tx, rx)
+}
+
+/// iperf3 -C `ca` in a fresh namespace whose loopback route names `ca`
+/// (`congctl`), so that the server's sockets run it too (a DCTCP sender's
+/// ECT SYN is granted ECN only by a listener, or a route, whose algorithm
+/// needs ECN).
+fn iperf3_both_ends(ca: &str) {
+    let name = ca.to_string();
+    let json = in_new_netns(&[], move || {
+        route_loopback_through(&name);
+        iperf3_with(&name)
+    });
+    assert!(
+        json_says(&json, "sender_tcp_congestion", ca),
+        "iperf3's sender did not run {ca}: {json}"
+    );
+    assert!(
+        json_says(&json, "receiver_tcp_congestion", ca),
+        "iperf3's receiver did not run {ca}: {json}"
+    );
+}
+
+#[test]
+fn dctcp_negotiates_ecn_carries_traffic_and_falls_back_to_reno_without_it() {
+    if let Some(why) = skip_reason() {
+        eprintln!("dctcp kernel test skipped: {why}");
+        return;
+    }
+    const MAP: &str = "kr_dctcp";
+    let instances = [
+        ("dctcp", "krt_dctcp"),
+        ("dctcp:shift_g=2:alpha_on_init=0", "krt_dctcp_var"),
+    ];
+    let ids = load_all(MAP, &instances);
+
+    for (_, name) in instances {
+        let (tx, rx) = both_ends(name);
+        // ECN negotiated at both ends, and the data arrived ECT (the
+        // receiver's ECN_SEEN counts data segments only).
+        let (t, r) = (tcp_info(&tx).tcpi_options, tcp_info(&rx).tcpi_options);
+        assert_eq!(t & TCPI_OPT_ECN, TCPI_OPT_ECN, "{name} sender: no ECN");
+        assert_eq!(r & TCPI_OPT_ECN, TCPI_OPT_ECN, "{name} receiver: no ECN");
+        assert_eq!(
+            r & TCPI_OPT_ECN_SEEN,
+            TCPI_OPT_ECN_SEEN,
+            "{name}: no ECT data"
+        );
+    }
+
+    // Without ECN (tcp_ecn=0, and a peer whose algorithm does not need it)
+    // init hands the socket to the kernel's reno, at either end.
+    in_new_netns(&[("net/ipv4/tcp_ecn", "0")], || {
+        let listener = listen_with("cubic");
+        let mut tx = connect_with("krt_dctcp", &listener);
+        let (rx, _) = listener.accept().unwrap();
+        let (got, rx) = send(&mut tx, rx, 4 << 20);
+        assert_eq!(got, 4 << 20);
+        assert_eq!(congestion_of(&tx), "reno", "the sender falls back");
+        assert_eq!(congestion_of(&rx), "cubic");
+        assert_eq!(tcp_info(&tx).tcpi_options & TCPI_OPT_ECN, 0);
+
+        let listener = listen_with("krt_dctcp");
+        let mut tx = connect_with("cubic", &listener);
+        let (rx, _) = listener.accept().unwrap();
+        let (got, rx) = send(&mut tx, rx, 4 << 20);
+        assert_eq!(got, 4 << 20);
+        assert_eq!(congestion_of(&rx), "reno", "the receiver falls back");
+        assert_eq!(tcp_info(&rx).tcpi_options & TCPI_OPT_ECN, 0);
+    });
+
+    if have_iperf3("dctcp iperf3 run") {
+        iperf3_both_ends("krt_dctcp");
+    }
+    unload_all(MAP, &instances, &ids);
+}
