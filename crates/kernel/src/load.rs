@@ -12,6 +12,7 @@ use crate::plan::{Plan, Port};
 use crate::{Error, Loaded};
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
 use kleinrock_cc::dctcp::DctcpParams;
+use kleinrock_cc::htcp::HtcpParams;
 use kleinrock_cc::reno::RenoParams;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, PrintLevel};
@@ -32,6 +33,11 @@ mod cubic_skel {
 #[allow(clippy::all, unsafe_op_in_unsafe_fn)]
 mod dctcp_skel {
     include!(concat!(env!("OUT_DIR"), "/dctcp.skel.rs"));
+}
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod htcp_skel {
+    include!(concat!(env!("OUT_DIR"), "/htcp.skel.rs"));
 }
 
 /// cubic.bpf.c's `friendly` values.
@@ -79,6 +85,7 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
         Port::Reno(p) => load_reno(&plan.name, p),
         Port::Cubic(p) => load_cubic(&plan.name, p),
         Port::Dctcp(p) => load_dctcp(&plan.name, p),
+        Port::Htcp(p) => load_htcp(&plan.name, p),
     }
     .and_then(|mut l| {
         l.pin(&link)
@@ -195,6 +202,24 @@ fn load_dctcp(name: &str, p: &DctcpParams) -> Result<Link, Error> {
     let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
     skel.maps
         .kr_dctcp
+        .attach_struct_ops()
+        .map_err(|e| refused(name, "register", e))
+}
+
+fn load_htcp(name: &str, p: &HtcpParams) -> Result<Link, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = htcp_skel::HtcpSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(|e| refused(name, "open", e))?;
+    open.struct_ops.kr_htcp_mut().name = ca_name(name);
+    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
+        return Err(no_rodata(name));
+    };
+    ro.use_rtt_scaling = p.use_rtt_scaling as u32;
+    ro.use_bandwidth_switch = p.use_bandwidth_switch as u32;
+    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
+    skel.maps
+        .kr_htcp
         .attach_struct_ops()
         .map_err(|e| refused(name, "register", e))
 }

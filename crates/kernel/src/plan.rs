@@ -28,6 +28,8 @@
 //! | `hystart_ack_delta_us=N` | `adN` |
 //! | dctcp `shift_g=N` | `gN` |
 //! | dctcp `alpha_on_init=N` | `aN` |
+//! | htcp `use_rtt_scaling=0` | `nrs` |
+//! | htcp `use_bandwidth_switch=0` | `nbs` |
 //!
 //! so `cubic:hystart=off` is `kr_cubic_nohs`, `cubic:beta=768` is
 //! `kr_cubic_b768`, `reno:hystart=hspp` is `kr_reno_hspp` and
@@ -37,6 +39,7 @@
 use crate::Error;
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
 use kleinrock_cc::dctcp::DctcpParams;
+use kleinrock_cc::htcp::HtcpParams;
 use kleinrock_cc::ops::CongestionControl;
 use kleinrock_cc::reno::RenoParams;
 use kleinrock_cc::spec::Algorithm;
@@ -48,7 +51,7 @@ pub const NAME_MAX: usize = 15;
 pub const NAME_PREFIX: &str = "kr_";
 
 /// The algorithms with a BPF port, in the order the refusal names them.
-pub const PORTED: &[&str] = &["reno", "cubic", "dctcp"];
+pub const PORTED: &[&str] = &["reno", "cubic", "dctcp", "htcp"];
 
 /// A BPF port and its parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,6 +62,8 @@ pub enum Port {
     Cubic(CubicParams),
     /// `dctcp.bpf.c`, with the kernel module's parameters.
     Dctcp(DctcpParams),
+    /// `htcp.bpf.c`, with the kernel module's parameters.
+    Htcp(HtcpParams),
 }
 
 /// What to load: the port, its canonical spec and the name to register.
@@ -94,6 +99,10 @@ pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
             let p = *d.params();
             (Port::Dctcp(p), dctcp_tokens(&p))
         }
+        Algorithm::Htcp(h) => {
+            let p = *h.params();
+            (Port::Htcp(p), htcp_tokens(&p))
+        }
         other => {
             return Err(Error(format!(
                 "{} has no BPF port yet; the ported algorithms are {}",
@@ -123,6 +132,7 @@ impl Port {
             Port::Reno(_) => "reno",
             Port::Cubic(_) => "cubic",
             Port::Dctcp(_) => "dctcp",
+            Port::Htcp(_) => "htcp",
         }
     }
 }
@@ -184,6 +194,18 @@ fn dctcp_tokens(p: &DctcpParams) -> Vec<String> {
     }
     if p.alpha_on_init != d.alpha_on_init {
         t.push(format!("a{}", p.alpha_on_init));
+    }
+    t
+}
+
+/// The name tokens of H-TCP's non-default parameters (both default on).
+fn htcp_tokens(p: &HtcpParams) -> Vec<String> {
+    let mut t = Vec::new();
+    if !p.use_rtt_scaling {
+        t.push("nrs".to_string());
+    }
+    if !p.use_bandwidth_switch {
+        t.push("nbs".to_string());
     }
     t
 }
@@ -290,6 +312,28 @@ mod tests {
     }
 
     #[test]
+    fn htcp_names_and_params() {
+        assert_eq!(name_of("htcp"), "kr_htcp");
+        assert_eq!(name_of("htcp:use_rtt_scaling=1"), "kr_htcp");
+        assert_eq!(name_of("htcp:use_rtt_scaling=0"), "kr_htcp_nrs");
+        assert_eq!(name_of("htcp:use_bandwidth_switch=off"), "kr_htcp_nbs");
+        // Both off still fits in 15 bytes.
+        assert_eq!(
+            name_of("htcp:use_bandwidth_switch=0:use_rtt_scaling=0"),
+            "kr_htcp_nrs_nbs"
+        );
+        let p = plan("htcp:use_bandwidth_switch=0", None).unwrap();
+        assert_eq!(p.spec, "htcp:use_bandwidth_switch=0");
+        assert_eq!(
+            p.port,
+            Port::Htcp(HtcpParams {
+                use_rtt_scaling: true,
+                use_bandwidth_switch: false
+            })
+        );
+    }
+
+    #[test]
     fn the_plan_carries_params_and_the_canonical_spec() {
         let p = plan("cubic:beta=768:hystart=off", Some("kr_c768")).unwrap();
         assert_eq!(p.spec, "cubic:hystart=off:beta=768");
@@ -332,11 +376,11 @@ mod tests {
     fn unported_algorithms_say_which_are() {
         assert_eq!(
             name_of("bbr"),
-            "bbr has no BPF port yet; the ported algorithms are reno, cubic and dctcp"
+            "bbr has no BPF port yet; the ported algorithms are reno, cubic, dctcp and htcp"
         );
         assert_eq!(
             name_of("cdg"),
-            "cdg has no BPF port yet; the ported algorithms are reno, cubic and dctcp"
+            "cdg has no BPF port yet; the ported algorithms are reno, cubic, dctcp and htcp"
         );
     }
 

@@ -14,9 +14,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::{
-    available, congestion_of, connect_with, have_iperf3, in_new_netns, iperf3_with, json_says,
-    listen_with, route_loopback_through, send, skip_reason, struct_ops_ids, tcp_info, wait_freed,
-    TCPI_OPT_ECN, TCPI_OPT_ECN_SEEN,
+    available, congestion_of, connect_with, drop_to_port, have_iperf3, in_new_netns, iperf3_with,
+    json_says, listen_with, route_loopback_through, send, skip_reason, struct_ops_ids, tcp_info,
+    wait_freed, TCPI_OPT_ECN, TCPI_OPT_ECN_SEEN,
 };
 use kleinrock_kernel::pins::{Paths, Unloaded};
 use kleinrock_kernel::plan::plan;
@@ -84,6 +84,29 @@ fn both_ends(ca: &str) -> (std::net::TcpStream, std::net::TcpStream) {
     assert_eq!(congestion_of(&tx), ca);
     assert_eq!(congestion_of(&rx), ca);
     (tx, rx)
+}
+
+/// 20 MB through `ca` at both ends in a fresh namespace where 1% of the
+/// data segments are dropped: the transfer completes through loss recovery,
+/// and the algorithm's ssthresh set a finite threshold.
+fn through_losses(ca: &str) {
+    let name = ca.to_string();
+    let (got, info, now) = in_new_netns(&[], move || {
+        let listener = listen_with(&name);
+        drop_to_port(listener.local_addr().unwrap().port(), 1);
+        let mut tx = connect_with(&name, &listener);
+        let (rx, _) = listener.accept().unwrap();
+        let (got, _) = send(&mut tx, rx, 20 << 20);
+        (got, tcp_info(&tx), congestion_of(&tx))
+    });
+    assert_eq!(got, 20 << 20, "{ca}");
+    assert_eq!(now, ca);
+    assert!(info.tcpi_total_retrans > 0, "{ca}: nothing was lost");
+    assert!(
+        (2..0x7fff_ffff).contains(&info.tcpi_snd_ssthresh),
+        "{ca}: ssthresh {}",
+        info.tcpi_snd_ssthresh
+    );
 }
 
 /// iperf3 -C `ca` in a fresh namespace whose loopback route names `ca`
@@ -156,6 +179,31 @@ fn dctcp_negotiates_ecn_carries_traffic_and_falls_back_to_reno_without_it() {
 
     if have_iperf3("dctcp iperf3 run") {
         iperf3_both_ends("krt_dctcp");
+    }
+    unload_all(MAP, &instances, &ids);
+}
+
+#[test]
+fn htcp_carries_traffic_with_and_without_its_switches() {
+    if let Some(why) = skip_reason() {
+        eprintln!("htcp kernel test skipped: {why}");
+        return;
+    }
+    const MAP: &str = "kr_htcp";
+    let instances = [
+        ("htcp", "krt_htcp"),
+        (
+            "htcp:use_rtt_scaling=0:use_bandwidth_switch=0",
+            "krt_htcp_var",
+        ),
+    ];
+    let ids = load_all(MAP, &instances);
+    for (_, name) in instances {
+        both_ends(name);
+        through_losses(name);
+    }
+    if have_iperf3("htcp iperf3 run") {
+        iperf3_both_ends("krt_htcp");
     }
     unload_all(MAP, &instances, &ids);
 }

@@ -268,6 +268,21 @@ pub fn route_loopback_through(ca: &str) {
     assert!(ok.success(), "ip route ... congctl {ca}");
 }
 
+/// Drops, at random, `percent` of the non-SYN segments to `port` in the
+/// calling thread's namespace (iptables' statistic match), so that a
+/// connection there meets loss recovery and its algorithm's ssthresh.
+pub fn drop_to_port(port: u16, percent: u32) {
+    let ok = Command::new("iptables")
+        .args(["-A", "INPUT", "-i", "lo", "-p", "tcp", "!", "--syn"])
+        .args(["--dport", &port.to_string()])
+        .args(["-m", "statistic", "--mode", "random", "--probability"])
+        .arg(format!("0.{percent:02}"))
+        .args(["-j", "DROP"])
+        .status()
+        .expect("iptables runs");
+    assert!(ok.success(), "iptables ... --dport {port} -j DROP");
+}
+
 /// Runs `f` on a thread of its own in a fresh network namespace with
 /// loopback up and the given sysctls (`("net/ipv4/tcp_ecn", "0")`) set;
 /// processes the thread starts run there too. The registered congestion
