@@ -18,7 +18,7 @@ mod bpf {
 
     /// The ported algorithms: src/bpf/<name>.bpf.c becomes
     /// $OUT_DIR/<name>.skel.rs.
-    const PROGRAMS: &[&str] = &["reno", "cubic", "dctcp", "htcp"];
+    const PROGRAMS: &[&str] = &["reno", "cubic", "dctcp", "htcp", "vegas"];
 
     pub fn build() {
         let Some(clang) = find_clang() else {

@@ -14,6 +14,7 @@ use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
 use kleinrock_cc::dctcp::DctcpParams;
 use kleinrock_cc::htcp::HtcpParams;
 use kleinrock_cc::reno::RenoParams;
+use kleinrock_cc::vegas::VegasParams;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, PrintLevel};
 use std::fs;
@@ -38,6 +39,11 @@ mod dctcp_skel {
 #[allow(clippy::all, unsafe_op_in_unsafe_fn)]
 mod htcp_skel {
     include!(concat!(env!("OUT_DIR"), "/htcp.skel.rs"));
+}
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod vegas_skel {
+    include!(concat!(env!("OUT_DIR"), "/vegas.skel.rs"));
 }
 
 /// cubic.bpf.c's `friendly` values.
@@ -86,6 +92,7 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
         Port::Cubic(p) => load_cubic(&plan.name, p),
         Port::Dctcp(p) => load_dctcp(&plan.name, p),
         Port::Htcp(p) => load_htcp(&plan.name, p),
+        Port::Vegas(p) => load_vegas(&plan.name, p),
     }
     .and_then(|mut l| {
         l.pin(&link)
@@ -220,6 +227,25 @@ fn load_htcp(name: &str, p: &HtcpParams) -> Result<Link, Error> {
     let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
     skel.maps
         .kr_htcp
+        .attach_struct_ops()
+        .map_err(|e| refused(name, "register", e))
+}
+
+fn load_vegas(name: &str, p: &VegasParams) -> Result<Link, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = vegas_skel::VegasSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(|e| refused(name, "open", e))?;
+    open.struct_ops.kr_vegas_mut().name = ca_name(name);
+    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
+        return Err(no_rodata(name));
+    };
+    ro.alpha = p.alpha;
+    ro.beta = p.beta;
+    ro.gamma = p.gamma;
+    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
+    skel.maps
+        .kr_vegas
         .attach_struct_ops()
         .map_err(|e| refused(name, "register", e))
 }

@@ -30,6 +30,9 @@
 //! | dctcp `alpha_on_init=N` | `aN` |
 //! | htcp `use_rtt_scaling=0` | `nrs` |
 //! | htcp `use_bandwidth_switch=0` | `nbs` |
+//! | vegas `alpha=N` | `aN` |
+//! | vegas `beta=N` | `bN` |
+//! | vegas `gamma=N` | `gN` |
 //!
 //! so `cubic:hystart=off` is `kr_cubic_nohs`, `cubic:beta=768` is
 //! `kr_cubic_b768`, `reno:hystart=hspp` is `kr_reno_hspp` and
@@ -43,6 +46,7 @@ use kleinrock_cc::htcp::HtcpParams;
 use kleinrock_cc::ops::CongestionControl;
 use kleinrock_cc::reno::RenoParams;
 use kleinrock_cc::spec::Algorithm;
+use kleinrock_cc::vegas::VegasParams;
 
 /// The kernel's `TCP_CA_NAME_MAX` less the terminating NUL.
 pub const NAME_MAX: usize = 15;
@@ -51,7 +55,7 @@ pub const NAME_MAX: usize = 15;
 pub const NAME_PREFIX: &str = "kr_";
 
 /// The algorithms with a BPF port, in the order the refusal names them.
-pub const PORTED: &[&str] = &["reno", "cubic", "dctcp", "htcp"];
+pub const PORTED: &[&str] = &["reno", "cubic", "dctcp", "htcp", "vegas"];
 
 /// A BPF port and its parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +68,8 @@ pub enum Port {
     Dctcp(DctcpParams),
     /// `htcp.bpf.c`, with the kernel module's parameters.
     Htcp(HtcpParams),
+    /// `vegas.bpf.c`, with the kernel module's parameters.
+    Vegas(VegasParams),
 }
 
 /// What to load: the port, its canonical spec and the name to register.
@@ -103,6 +109,10 @@ pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
             let p = *h.params();
             (Port::Htcp(p), htcp_tokens(&p))
         }
+        Algorithm::Vegas(v) => {
+            let p = *v.params();
+            (Port::Vegas(p), vegas_tokens(&p))
+        }
         other => {
             return Err(Error(format!(
                 "{} has no BPF port yet; the ported algorithms are {}",
@@ -133,6 +143,7 @@ impl Port {
             Port::Cubic(_) => "cubic",
             Port::Dctcp(_) => "dctcp",
             Port::Htcp(_) => "htcp",
+            Port::Vegas(_) => "vegas",
         }
     }
 }
@@ -206,6 +217,22 @@ fn htcp_tokens(p: &HtcpParams) -> Vec<String> {
     }
     if !p.use_bandwidth_switch {
         t.push("nbs".to_string());
+    }
+    t
+}
+
+/// The name tokens of Vegas' non-default parameters.
+fn vegas_tokens(p: &VegasParams) -> Vec<String> {
+    let d = VegasParams::default();
+    let mut t = Vec::new();
+    if p.alpha != d.alpha {
+        t.push(format!("a{}", p.alpha));
+    }
+    if p.beta != d.beta {
+        t.push(format!("b{}", p.beta));
+    }
+    if p.gamma != d.gamma {
+        t.push(format!("g{}", p.gamma));
     }
     t
 }
@@ -334,6 +361,28 @@ mod tests {
     }
 
     #[test]
+    fn vegas_names_and_params() {
+        assert_eq!(name_of("vegas"), "kr_vegas");
+        assert_eq!(name_of("vegas:alpha=2:beta=4:gamma=1"), "kr_vegas");
+        assert_eq!(name_of("vegas:alpha=1"), "kr_vegas_a1");
+        assert_eq!(name_of("vegas:beta=6"), "kr_vegas_b6");
+        assert_eq!(name_of("vegas:gamma=0"), "kr_vegas_g0");
+        assert_eq!(name_of("vegas:beta=8:alpha=4"), "kr_vegas_a4_b8");
+        assert!(name_of("vegas:alpha=1:beta=3:gamma=2")
+            .starts_with("the derived name `kr_vegas_a1_b3_g2` is 17 bytes"));
+        let p = plan("vegas:gamma=3:alpha=3:beta=5", Some("kr_v335")).unwrap();
+        assert_eq!(p.spec, "vegas:alpha=3:beta=5:gamma=3");
+        assert_eq!(
+            p.port,
+            Port::Vegas(VegasParams {
+                alpha: 3,
+                beta: 5,
+                gamma: 3
+            })
+        );
+    }
+
+    #[test]
     fn the_plan_carries_params_and_the_canonical_spec() {
         let p = plan("cubic:beta=768:hystart=off", Some("kr_c768")).unwrap();
         assert_eq!(p.spec, "cubic:hystart=off:beta=768");
@@ -376,11 +425,11 @@ mod tests {
     fn unported_algorithms_say_which_are() {
         assert_eq!(
             name_of("bbr"),
-            "bbr has no BPF port yet; the ported algorithms are reno, cubic, dctcp and htcp"
+            "bbr has no BPF port yet; the ported algorithms are reno, cubic, dctcp, htcp and vegas"
         );
         assert_eq!(
             name_of("cdg"),
-            "cdg has no BPF port yet; the ported algorithms are reno, cubic, dctcp and htcp"
+            "cdg has no BPF port yet; the ported algorithms are reno, cubic, dctcp, htcp and vegas"
         );
     }
 

@@ -41,7 +41,7 @@ fn load_all(map: &str, instances: &[(&str, &str)]) -> Vec<u64> {
     for (spec, name) in instances {
         assert!(listed.iter().any(|n| n == name), "{name} in {listed:?}");
         let pin = pinned.iter().find(|p| p.name == *name).unwrap();
-        let canonical = plan(spec, None).map(|p| p.spec).unwrap();
+        let canonical = plan(spec, Some(name)).map(|p| p.spec).unwrap();
         assert_eq!(pin.spec.as_deref(), Some(canonical.as_str()));
         assert!(pin.registered && pin.linked, "{name}");
     }
@@ -204,6 +204,28 @@ fn htcp_carries_traffic_with_and_without_its_switches() {
     }
     if have_iperf3("htcp iperf3 run") {
         iperf3_both_ends("krt_htcp");
+    }
+    unload_all(MAP, &instances, &ids);
+}
+
+#[test]
+fn vegas_carries_traffic_with_its_default_and_other_thresholds() {
+    if let Some(why) = skip_reason() {
+        eprintln!("vegas kernel test skipped: {why}");
+        return;
+    }
+    const MAP: &str = "kr_vegas";
+    let instances = [
+        ("vegas", "krt_vegas"),
+        ("vegas:alpha=4:beta=8:gamma=2", "krt_vegas_var"),
+    ];
+    let ids = load_all(MAP, &instances);
+    for (_, name) in instances {
+        both_ends(name);
+        through_losses(name);
+    }
+    if have_iperf3("vegas iperf3 run") {
+        iperf3_both_ends("krt_vegas");
     }
     unload_all(MAP, &instances, &ids);
 }
