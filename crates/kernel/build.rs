@@ -18,7 +18,7 @@ mod bpf {
 
     /// The ported algorithms: src/bpf/<name>.bpf.c becomes
     /// $OUT_DIR/<name>.skel.rs.
-    const PROGRAMS: &[&str] = &["reno", "cubic", "dctcp", "htcp", "vegas"];
+    const PROGRAMS: &[&str] = &["reno", "cubic", "dctcp", "htcp", "vegas", "cdg"];
 
     pub fn build() {
         let Some(clang) = find_clang() else {
@@ -60,6 +60,9 @@ mod bpf {
                 include.as_os_str().to_owned(),
                 "-Wall".into(),
                 "-Werror".into(),
+                // Signed overflow wraps, as in the kernel's own build (CDG's
+                // gradient sums are s32 arithmetic ported from it).
+                "-fno-strict-overflow".into(),
             ])
             .build_and_generate(skel);
         if let Err(e) = result {

@@ -325,7 +325,7 @@ fn kernel_load_refuses_bad_input_in_one_sentence_before_needing_root() {
     for (args, expected) in [
         (
             &["kernel", "load", "bbr"][..],
-            "error: bbr has no BPF port yet; the ported algorithms are reno, cubic, dctcp, htcp and vegas\n",
+            "error: bbr has no BPF port yet; the ported algorithms are reno, cubic, dctcp, htcp, vegas and cdg\n",
         ),
         (
             &["kernel", "load", "cubicc"][..],

@@ -10,6 +10,7 @@
 use crate::pins::{self, Paths};
 use crate::plan::{Plan, Port};
 use crate::{Error, Loaded};
+use kleinrock_cc::cdg::CdgParams;
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
 use kleinrock_cc::dctcp::DctcpParams;
 use kleinrock_cc::htcp::HtcpParams;
@@ -44,6 +45,11 @@ mod htcp_skel {
 #[allow(clippy::all, unsafe_op_in_unsafe_fn)]
 mod vegas_skel {
     include!(concat!(env!("OUT_DIR"), "/vegas.skel.rs"));
+}
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod cdg_skel {
+    include!(concat!(env!("OUT_DIR"), "/cdg.skel.rs"));
 }
 
 /// cubic.bpf.c's `friendly` values.
@@ -93,6 +99,7 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
         Port::Dctcp(p) => load_dctcp(&plan.name, p),
         Port::Htcp(p) => load_htcp(&plan.name, p),
         Port::Vegas(p) => load_vegas(&plan.name, p),
+        Port::Cdg(p) => load_cdg(&plan.name, p),
     }
     .and_then(|mut l| {
         l.pin(&link)
@@ -246,6 +253,30 @@ fn load_vegas(name: &str, p: &VegasParams) -> Result<Link, Error> {
     let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
     skel.maps
         .kr_vegas
+        .attach_struct_ops()
+        .map_err(|e| refused(name, "register", e))
+}
+
+fn load_cdg(name: &str, p: &CdgParams) -> Result<Link, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = cdg_skel::CdgSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(|e| refused(name, "open", e))?;
+    open.struct_ops.kr_cdg_mut().name = ca_name(name);
+    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
+        return Err(no_rodata(name));
+    };
+    // A power of two in 1..=256 (the spec checks it): fits the int.
+    ro.window = p.window as i32;
+    ro.backoff_beta = p.backoff_beta;
+    ro.backoff_factor = p.backoff_factor;
+    ro.hystart_detect = p.hystart_detect;
+    ro.use_ineff = p.use_ineff;
+    ro.use_shadow = p.use_shadow as u32;
+    ro.use_tolerance = p.use_tolerance as u32;
+    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
+    skel.maps
+        .kr_cdg
         .attach_struct_ops()
         .map_err(|e| refused(name, "register", e))
 }

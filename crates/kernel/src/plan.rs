@@ -33,6 +33,13 @@
 //! | vegas `alpha=N` | `aN` |
 //! | vegas `beta=N` | `bN` |
 //! | vegas `gamma=N` | `gN` |
+//! | cdg `window=N` | `wN` |
+//! | cdg `backoff_beta=N` | `bN` |
+//! | cdg `backoff_factor=N` | `fN` |
+//! | cdg `hystart_detect=N` | `hdN` |
+//! | cdg `use_ineff=N` | `iN` |
+//! | cdg `use_shadow=0` | `nosh` |
+//! | cdg `use_tolerance=1` | `tol` |
 //!
 //! so `cubic:hystart=off` is `kr_cubic_nohs`, `cubic:beta=768` is
 //! `kr_cubic_b768`, `reno:hystart=hspp` is `kr_reno_hspp` and
@@ -40,6 +47,7 @@
 //! is refused with a hint to choose one with `--name`.
 
 use crate::Error;
+use kleinrock_cc::cdg::CdgParams;
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
 use kleinrock_cc::dctcp::DctcpParams;
 use kleinrock_cc::htcp::HtcpParams;
@@ -55,7 +63,7 @@ pub const NAME_MAX: usize = 15;
 pub const NAME_PREFIX: &str = "kr_";
 
 /// The algorithms with a BPF port, in the order the refusal names them.
-pub const PORTED: &[&str] = &["reno", "cubic", "dctcp", "htcp", "vegas"];
+pub const PORTED: &[&str] = &["reno", "cubic", "dctcp", "htcp", "vegas", "cdg"];
 
 /// A BPF port and its parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,6 +78,8 @@ pub enum Port {
     Htcp(HtcpParams),
     /// `vegas.bpf.c`, with the kernel module's parameters.
     Vegas(VegasParams),
+    /// `cdg.bpf.c`, with the kernel module's parameters.
+    Cdg(CdgParams),
 }
 
 /// What to load: the port, its canonical spec and the name to register.
@@ -113,6 +123,10 @@ pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
             let p = *v.params();
             (Port::Vegas(p), vegas_tokens(&p))
         }
+        Algorithm::Cdg(c) => {
+            let p = *c.params();
+            (Port::Cdg(p), cdg_tokens(&p))
+        }
         other => {
             return Err(Error(format!(
                 "{} has no BPF port yet; the ported algorithms are {}",
@@ -144,6 +158,7 @@ impl Port {
             Port::Dctcp(_) => "dctcp",
             Port::Htcp(_) => "htcp",
             Port::Vegas(_) => "vegas",
+            Port::Cdg(_) => "cdg",
         }
     }
 }
@@ -233,6 +248,34 @@ fn vegas_tokens(p: &VegasParams) -> Vec<String> {
     }
     if p.gamma != d.gamma {
         t.push(format!("g{}", p.gamma));
+    }
+    t
+}
+
+/// The name tokens of CDG's non-default parameters.
+fn cdg_tokens(p: &CdgParams) -> Vec<String> {
+    let d = CdgParams::default();
+    let mut t = Vec::new();
+    if p.window != d.window {
+        t.push(format!("w{}", p.window));
+    }
+    if p.backoff_beta != d.backoff_beta {
+        t.push(format!("b{}", p.backoff_beta));
+    }
+    if p.backoff_factor != d.backoff_factor {
+        t.push(format!("f{}", p.backoff_factor));
+    }
+    if p.hystart_detect != d.hystart_detect {
+        t.push(format!("hd{}", p.hystart_detect));
+    }
+    if p.use_ineff != d.use_ineff {
+        t.push(format!("i{}", p.use_ineff));
+    }
+    if p.use_shadow != d.use_shadow {
+        t.push("nosh".to_string());
+    }
+    if p.use_tolerance != d.use_tolerance {
+        t.push("tol".to_string());
     }
     t
 }
@@ -383,6 +426,32 @@ mod tests {
     }
 
     #[test]
+    fn cdg_names_and_params() {
+        assert_eq!(name_of("cdg"), "kr_cdg");
+        assert_eq!(name_of("cdg:window=8:backoff_beta=724"), "kr_cdg");
+        assert_eq!(name_of("cdg:window=16"), "kr_cdg_w16");
+        assert_eq!(name_of("cdg:backoff_beta=512"), "kr_cdg_b512");
+        assert_eq!(name_of("cdg:backoff_factor=125"), "kr_cdg_f125");
+        assert_eq!(name_of("cdg:hystart_detect=2"), "kr_cdg_hd2");
+        assert_eq!(name_of("cdg:use_ineff=0"), "kr_cdg_i0");
+        assert_eq!(name_of("cdg:use_shadow=0"), "kr_cdg_nosh");
+        assert_eq!(name_of("cdg:use_tolerance=1"), "kr_cdg_tol");
+        assert_eq!(name_of("cdg:use_tolerance=1:window=4"), "kr_cdg_w4_tol");
+        assert!(name_of("cdg:window=3").contains("`3` is not a valid value for `window`"));
+        let p = plan("cdg:use_shadow=0:window=1:hystart_detect=0", Some("kr_c1")).unwrap();
+        assert_eq!(p.spec, "cdg:window=1:hystart_detect=0:use_shadow=0");
+        assert_eq!(
+            p.port,
+            Port::Cdg(CdgParams {
+                window: 1,
+                hystart_detect: 0,
+                use_shadow: false,
+                ..CdgParams::default()
+            })
+        );
+    }
+
+    #[test]
     fn the_plan_carries_params_and_the_canonical_spec() {
         let p = plan("cubic:beta=768:hystart=off", Some("kr_c768")).unwrap();
         assert_eq!(p.spec, "cubic:hystart=off:beta=768");
@@ -425,11 +494,7 @@ mod tests {
     fn unported_algorithms_say_which_are() {
         assert_eq!(
             name_of("bbr"),
-            "bbr has no BPF port yet; the ported algorithms are reno, cubic, dctcp, htcp and vegas"
-        );
-        assert_eq!(
-            name_of("cdg"),
-            "cdg has no BPF port yet; the ported algorithms are reno, cubic, dctcp, htcp and vegas"
+            "bbr has no BPF port yet; the ported algorithms are reno, cubic, dctcp, htcp, vegas and cdg"
         );
     }
 

@@ -14,8 +14,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::{
-    available, congestion_of, connect_with, drop_to_port, have_iperf3, in_new_netns, iperf3_with,
-    json_says, listen_with, route_loopback_through, send, skip_reason, struct_ops_ids, tcp_info,
+    available, bottleneck_loopback, congestion_of, connect_with, drop_to_port, have_iperf3,
+    in_new_netns, iperf3_with, json_says, limit_send_buffer, listen_with, optmem,
+    route_loopback_through, send, skip_reason, struct_ops_ids, switch_congestion, tcp_info,
     wait_freed, TCPI_OPT_ECN, TCPI_OPT_ECN_SEEN,
 };
 use kleinrock_kernel::pins::{Paths, Unloaded};
@@ -226,6 +227,82 @@ fn vegas_carries_traffic_with_its_default_and_other_thresholds() {
     }
     if have_iperf3("vegas iperf3 run") {
         iperf3_both_ends("krt_vegas");
+    }
+    unload_all(MAP, &instances, &ids);
+}
+
+/// 8 MB from `ca` through a 50 Mbit/s loopback bottleneck whose queue
+/// never overflows; returns the sender's TCP_INFO. The send buffer keeps
+/// the queue under about 80 ms, below the smallest RTO, so that no timer
+/// fires spuriously either.
+fn through_a_queue(ca: &str) -> libc::tcp_info {
+    let name = ca.to_string();
+    in_new_netns(&[], move || {
+        bottleneck_loopback(50);
+        let listener = listen_with(&name);
+        let mut tx = connect_with(&name, &listener);
+        limit_send_buffer(&tx, 256 << 10);
+        let (rx, _) = listener.accept().unwrap();
+        let (got, _) = send(&mut tx, rx, 8 << 20);
+        assert_eq!(got, 8 << 20, "{name}");
+        assert_eq!(congestion_of(&tx), name);
+        tcp_info(&tx)
+    })
+}
+
+#[test]
+fn cdg_keeps_its_window_in_socket_storage_and_backs_off_on_the_delay_gradient() {
+    if let Some(why) = skip_reason() {
+        eprintln!("cdg kernel test skipped: {why}");
+        return;
+    }
+    const MAP: &str = "kr_cdg";
+    let instances = [
+        ("cdg", "krt_cdg"),
+        ("cdg:hystart_detect=0", "krt_cdg_nohs"),
+        ("cdg:window=1:use_tolerance=1", "krt_cdg_w1"),
+    ];
+    let ids = load_all(MAP, &instances);
+    for (_, name) in instances {
+        both_ends(name);
+        through_losses(name);
+    }
+
+    // The gradient window is socket-local storage, charged to the socket's
+    // option memory: created by init, deleted by release (here, switching
+    // the socket to cubic), and none at all with a window of one round.
+    {
+        let listener = listen_with("cubic");
+        let tx = connect_with("krt_cdg", &listener);
+        assert!(
+            optmem(&tx) >= 256 * 8,
+            "no gradient window: {}",
+            optmem(&tx)
+        );
+        switch_congestion(&tx, "cubic");
+        assert_eq!(optmem(&tx), 0, "release left the window behind");
+        switch_congestion(&tx, "krt_cdg");
+        assert!(optmem(&tx) >= 256 * 8, "init on an open connection");
+        let tx = connect_with("krt_cdg_w1", &listener);
+        assert_eq!(optmem(&tx), 0, "a window of one needs no storage");
+    }
+
+    // Through a growing queue, without HyStart and without a loss, only a
+    // delay-gradient backoff sets ssthresh; the kernel's reno, in the same
+    // place, never does.
+    let reno = through_a_queue("reno");
+    assert_eq!(reno.tcpi_total_retrans, 0, "the queue overflowed");
+    assert_eq!(reno.tcpi_snd_ssthresh, 0x7fff_ffff, "reno without loss");
+    let cdg = through_a_queue("krt_cdg_nohs");
+    assert_eq!(cdg.tcpi_total_retrans, 0, "the queue overflowed");
+    assert!(
+        cdg.tcpi_snd_ssthresh < 0x7fff_ffff,
+        "cdg never backed off: cwnd {}",
+        cdg.tcpi_snd_cwnd
+    );
+
+    if have_iperf3("cdg iperf3 run") {
+        iperf3_both_ends("krt_cdg");
     }
     unload_all(MAP, &instances, &ids);
 }

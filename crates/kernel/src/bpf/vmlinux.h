@@ -202,6 +202,11 @@ struct tcp_congestion_ops {
 #define SK_PACING_NEEDED	1
 #define SK_PACING_FQ		2
 
+/* include/uapi/linux/bpf.h: socket-local storage (CDG's gradient window). */
+#define BPF_MAP_TYPE_SK_STORAGE		24	/* enum bpf_map_type */
+#define BPF_F_NO_PREALLOC		1	/* required of sk_storage maps */
+#define BPF_SK_STORAGE_GET_F_CREATE	1	/* bpf_sk_storage_get(): allocate */
+
 /* include/uapi/linux/tcp.h, for bpf_setsockopt(). */
 #define SOL_TCP			6
 #define TCP_CONGESTION		13

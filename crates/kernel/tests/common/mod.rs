@@ -19,6 +19,10 @@ use kleinrock_kernel::pins::Paths;
 pub const TCPI_OPT_ECN: u8 = 8;
 /// `tcp_info.tcpi_options`: an ECT or CE packet arrived.
 pub const TCPI_OPT_ECN_SEEN: u8 = 16;
+/// getsockopt(SOL_SOCKET, SO_MEMINFO): the socket's memory, `SK_MEMINFO_VARS`
+/// counters (include/uapi/asm-generic/socket.h, linux/sock_diag.h).
+const SO_MEMINFO: libc::c_int = 55;
+const SK_MEMINFO_VARS: usize = 9;
 
 /// Why this machine cannot run the kernel tests, if it cannot. Mounts
 /// bpffs when it is missing.
@@ -145,6 +149,47 @@ pub fn tcp_info(s: &TcpStream) -> libc::tcp_info {
     }
 }
 
+/// The socket's option memory (`sk_omem_alloc`, `ss -m`'s `o`), which
+/// socket-local BPF storage is charged to.
+pub fn optmem(s: &TcpStream) -> u32 {
+    let mut info = [0u32; SK_MEMINFO_VARS];
+    let mut len = std::mem::size_of_val(&info) as libc::socklen_t;
+    // SAFETY: info and len are valid for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_MEMINFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(rc, 0, "SO_MEMINFO: {}", std::io::Error::last_os_error());
+    info[libc::SK_MEMINFO_OPTMEM as usize]
+}
+
+/// setsockopt(SO_SNDBUF): the kernel allows twice `bytes` of data queued
+/// and in flight.
+pub fn limit_send_buffer(s: &TcpStream, bytes: u32) {
+    let v = bytes as libc::c_int;
+    // SAFETY: the option value points at v for the call's duration.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "SO_SNDBUF: {}", std::io::Error::last_os_error());
+}
+
+/// setsockopt(TCP_CONGESTION) on an open connection.
+pub fn switch_congestion(s: &TcpStream, ca: &str) {
+    set_congestion(s.as_raw_fd(), ca);
+}
+
 /// Sends `bytes` from `tx` to `rx`; returns what `rx` received, and `rx`.
 pub fn send(tx: &mut TcpStream, mut rx: TcpStream, bytes: usize) -> (usize, TcpStream) {
     let sink = std::thread::spawn(move || {
@@ -266,6 +311,27 @@ pub fn route_loopback_through(ca: &str) {
         .status()
         .expect("ip runs");
     assert!(ok.success(), "ip route ... congctl {ca}");
+}
+
+/// Makes loopback of the calling thread's namespace a `mbit` Mbit/s
+/// bottleneck (tc tbf, 1500-byte MTU) with a queue too long to overflow in
+/// a test: RTTs then grow with the queue, and nothing is lost.
+pub fn bottleneck_loopback(mbit: u32) {
+    let rate = format!("{mbit}mbit");
+    let tbf = [
+        "qdisc", "replace", "dev", "lo", "root", "tbf", "rate", &rate, "burst", "10kb", "limit",
+        "20mb",
+    ];
+    for (cmd, args) in [
+        ("ip", &["link", "set", "lo", "mtu", "1500"][..]),
+        ("tc", &tbf),
+    ] {
+        let ok = Command::new(cmd)
+            .args(args)
+            .status()
+            .expect("ip and tc run");
+        assert!(ok.success(), "{cmd} {args:?}");
+    }
 }
 
 /// Drops, at random, `percent` of the non-SYN segments to `port` in the
