@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::{
     available, bottleneck_loopback, congestion_of, connect_with, drop_to_port, have_iperf3,
-    in_new_netns, iperf3_with, json_says, limit_send_buffer, listen_with, optmem,
+    in_new_netns, iperf3_with, json_says, limit_send_buffer, listen_with, missing_tools, optmem,
     route_loopback_through, send, skip_reason, struct_ops_ids, switch_congestion, tcp_info,
     wait_freed, TCPI_OPT_ECN, TCPI_OPT_ECN_SEEN,
 };
@@ -132,7 +132,7 @@ fn iperf3_both_ends(ca: &str) {
 
 #[test]
 fn dctcp_negotiates_ecn_carries_traffic_and_falls_back_to_reno_without_it() {
-    if let Some(why) = skip_reason() {
+    if let Some(why) = skip_reason().or_else(missing_tools) {
         eprintln!("dctcp kernel test skipped: {why}");
         return;
     }
@@ -186,7 +186,7 @@ fn dctcp_negotiates_ecn_carries_traffic_and_falls_back_to_reno_without_it() {
 
 #[test]
 fn htcp_carries_traffic_with_and_without_its_switches() {
-    if let Some(why) = skip_reason() {
+    if let Some(why) = skip_reason().or_else(missing_tools) {
         eprintln!("htcp kernel test skipped: {why}");
         return;
     }
@@ -211,7 +211,7 @@ fn htcp_carries_traffic_with_and_without_its_switches() {
 
 #[test]
 fn vegas_carries_traffic_with_its_default_and_other_thresholds() {
-    if let Some(why) = skip_reason() {
+    if let Some(why) = skip_reason().or_else(missing_tools) {
         eprintln!("vegas kernel test skipped: {why}");
         return;
     }
@@ -252,7 +252,7 @@ fn through_a_queue(ca: &str) -> libc::tcp_info {
 
 #[test]
 fn cdg_keeps_its_window_in_socket_storage_and_backs_off_on_the_delay_gradient() {
-    if let Some(why) = skip_reason() {
+    if let Some(why) = skip_reason().or_else(missing_tools) {
         eprintln!("cdg kernel test skipped: {why}");
         return;
     }

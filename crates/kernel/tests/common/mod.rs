@@ -52,6 +52,21 @@ pub fn skip_reason() -> Option<String> {
     None
 }
 
+/// Why the tests that build paths in network namespaces cannot run, if a
+/// tool they use is missing.
+pub fn missing_tools() -> Option<String> {
+    let missing: Vec<&str> = ["ip", "tc", "iptables", "bpftool"]
+        .into_iter()
+        .filter(|tool| Command::new(tool).arg("-V").output().is_err())
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "{} not installed (apt-get install iproute2 iptables bpftool)",
+            missing.join(", ")
+        )
+    })
+}
+
 /// The kernel's tcp_available_congestion_control.
 pub fn available() -> Vec<String> {
     Paths::system().available().unwrap()
