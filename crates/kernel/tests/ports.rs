@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use common::{
     available, bottleneck_loopback, congestion_of, connect_with, drop_to_port, have_iperf3,
-    in_new_netns, iperf3_with, json_says, limit_send_buffer, listen_with, missing_tools, optmem,
-    route_loopback_through, send, skip_reason, struct_ops_ids, switch_congestion, tcp_info,
-    wait_freed, TCPI_OPT_ECN, TCPI_OPT_ECN_SEEN,
+    in_new_netns, iperf3_with, json_says, limit_send_buffer, listen_with, mark_ce_to_port,
+    missing_tools, optmem, route_loopback_through, send, skip_reason, struct_ops_ids,
+    switch_congestion, tcp_info, wait_freed, TCPI_OPT_ECN, TCPI_OPT_ECN_SEEN,
 };
 use kleinrock_kernel::pins::{Paths, Unloaded};
 use kleinrock_kernel::plan::plan;
@@ -131,7 +131,7 @@ fn iperf3_both_ends(ca: &str) {
 }
 
 #[test]
-fn dctcp_negotiates_ecn_carries_traffic_and_falls_back_to_reno_without_it() {
+fn dctcp_negotiates_ecn_reacts_to_ce_marks_and_falls_back_to_reno_without_it() {
     if let Some(why) = skip_reason().or_else(missing_tools) {
         eprintln!("dctcp kernel test skipped: {why}");
         return;
@@ -156,6 +156,25 @@ fn dctcp_negotiates_ecn_carries_traffic_and_falls_back_to_reno_without_it() {
             "{name}: no ECT data"
         );
     }
+
+    // CE marks on 5% of the data and no loss: the receiver echoes them
+    // (the sender counts CE deliveries) and the sender reduces for them.
+    let info = in_new_netns(&[], || {
+        let listener = listen_with("krt_dctcp");
+        mark_ce_to_port(listener.local_addr().unwrap().port(), 5);
+        let mut tx = connect_with("krt_dctcp", &listener);
+        let (rx, _) = listener.accept().unwrap();
+        let (got, _) = send(&mut tx, rx, 20 << 20);
+        assert_eq!(got, 20 << 20);
+        tcp_info(&tx)
+    });
+    assert!(info.tcpi_delivered_ce > 0, "no CE echoed");
+    assert_eq!(info.tcpi_total_retrans, 0, "a loss, not a mark");
+    assert!(
+        info.tcpi_snd_ssthresh < 0x7fff_ffff,
+        "no reduction for {} CE-marked segments",
+        info.tcpi_delivered_ce
+    );
 
     // Without ECN (tcp_ecn=0, and a peer whose algorithm does not need it)
     // init hands the socket to the kernel's reno, at either end.

@@ -353,15 +353,32 @@ pub fn bottleneck_loopback(mbit: u32) {
 /// calling thread's namespace (iptables' statistic match), so that a
 /// connection there meets loss recovery and its algorithm's ssthresh.
 pub fn drop_to_port(port: u16, percent: u32) {
+    at_random(&["-A", "INPUT", "-i", "lo"], port, percent, &["-j", "DROP"]);
+}
+
+/// Marks CE, at random, on `percent` of the non-SYN segments to `port`
+/// (the TOS target rewriting the ECN bits), as an AQM would.
+pub fn mark_ce_to_port(port: u16, percent: u32) {
+    at_random(
+        &["-t", "mangle", "-A", "OUTPUT"],
+        port,
+        percent,
+        &["-j", "TOS", "--set-tos", "0x03/0x03"],
+    );
+}
+
+/// An iptables rule `chain` ... `target` for `percent` of the non-SYN TCP
+/// segments to `port`.
+fn at_random(chain: &[&str], port: u16, percent: u32, target: &[&str]) {
     let ok = Command::new("iptables")
-        .args(["-A", "INPUT", "-i", "lo", "-p", "tcp", "!", "--syn"])
-        .args(["--dport", &port.to_string()])
+        .args(chain)
+        .args(["-p", "tcp", "!", "--syn", "--dport", &port.to_string()])
         .args(["-m", "statistic", "--mode", "random", "--probability"])
         .arg(format!("0.{percent:02}"))
-        .args(["-j", "DROP"])
+        .args(target)
         .status()
         .expect("iptables runs");
-    assert!(ok.success(), "iptables ... --dport {port} -j DROP");
+    assert!(ok.success(), "iptables {chain:?} --dport {port} {target:?}");
 }
 
 /// Runs `f` on a thread of its own in a fresh network namespace with
