@@ -2,7 +2,8 @@
 # Kleinrock's whole test suite, runnable on a fresh machine: installs what
 # is missing (a C linker, the Rust toolchain, rustfmt and clippy, Python's
 # venv and, in target/flent-venv, flent 2.3 from PyPI; clang, libelf, zlib,
-# pkg-config, bpftool and iperf3 for the BPF ports), then checks
+# pkg-config, bpftool, iperf3, iproute2 and iptables for the BPF ports),
+# then checks
 # formatting, lints with warnings as errors, and runs every test.
 # Exits non-zero on the first failure. CI runs exactly this (.ci/run).
 set -euo pipefail
@@ -33,6 +34,12 @@ if ! command -v pkg-config >/dev/null || ! pkg-config --exists libelf; then miss
 if ! command -v pkg-config >/dev/null || ! pkg-config --exists zlib; then missing+=(zlib1g-dev); fi
 command -v bpftool >/dev/null || [ -x /usr/sbin/bpftool ] || missing+=(bpftool)
 command -v iperf3 >/dev/null || missing+=(iperf3)
+# The ports' root-only tests build their paths in network namespaces: ip
+# and tc (loopback up, a tbf bottleneck, congctl routes) and iptables
+# (random loss).
+command -v ip >/dev/null || [ -x /usr/sbin/ip ] || missing+=(iproute2)
+command -v tc >/dev/null || [ -x /usr/sbin/tc ] || missing+=(iproute2)
+command -v iptables >/dev/null || [ -x /usr/sbin/iptables ] || missing+=(iptables)
 if [ ${#missing[@]} -gt 0 ]; then
     apt_install "${missing[@]}"
 fi

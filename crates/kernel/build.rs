@@ -22,6 +22,10 @@ mod bpf {
         "reno",
         "cubic",
         "bbr",
+        "dctcp",
+        "htcp",
+        "vegas",
+        "cdg",
         "native_reno",
         "native_cubic",
         "native_bbr",
@@ -67,6 +71,9 @@ mod bpf {
                 include.as_os_str().to_owned(),
                 "-Wall".into(),
                 "-Werror".into(),
+                // Signed overflow wraps, as in the kernel's own build (CDG's
+                // gradient sums are s32 arithmetic ported from it).
+                "-fno-strict-overflow".into(),
             ])
             .build_and_generate(skel);
         if let Err(e) = result {

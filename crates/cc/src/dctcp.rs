@@ -36,8 +36,9 @@ pub const DCTCP_MAX_ALPHA: u32 = 1024;
 
 /// `ICSK_ACK_TIMER`: a delayed ACK is scheduled.
 pub const ICSK_ACK_TIMER: u8 = 2;
-/// `ICSK_ACK_NOW`: send the next ACK at once.
-pub const ICSK_ACK_NOW: u8 = 8;
+/// `ICSK_ACK_NOW`: send the next ACK at once (`enum inet_csk_ack_state_t`;
+/// 8 is `ICSK_ACK_PUSHED2`).
+pub const ICSK_ACK_NOW: u8 = 16;
 
 /// DCTCP's module parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

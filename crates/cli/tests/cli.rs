@@ -324,8 +324,9 @@ fn select_bad_input_gets_one_clear_sentence() {
 fn kernel_load_refuses_bad_input_in_one_sentence_before_needing_root() {
     for (args, expected) in [
         (
-            &["kernel", "load", "dctcp"][..],
-            "error: dctcp has no BPF port yet; the ported algorithms are reno, cubic, bbr\n",
+            &["kernel", "load", "native:vegas"][..],
+            "error: `native:vegas` names no wrapped kernel algorithm; the wrapped ones are native:reno, native:cubic and native:bbr
+",
         ),
         (
             &["kernel", "load", "cubicc"][..],

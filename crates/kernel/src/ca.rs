@@ -10,7 +10,10 @@
 //! names them in `visit_ca`: a struct member's members take its name as a
 //! prefix (`hspp_phase`), an element of an array of structs takes its index
 //! (`bw_s0_t`, from `struct minmax bw` holding `s[3]`), an element of an
-//! array of integers takes `_` and its index (`extra_acked_0`).
+//! array of integers takes `_` and its index (`extra_acked_0`), members of
+//! an anonymous struct or union take their parent's prefix alone, and a
+//! union contributes its first member (`rtt_min`, from CDG's `struct
+//! cdg_minmax rtt` holding `union { struct { min; max; }; u64 v64; }`).
 
 /// One integer member of the private area.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,7 +78,7 @@ pub use from_btf::{layout_of_struct, layout_of_var};
 mod from_btf {
     use super::{Layout, Member};
     use crate::Error;
-    use libbpf_rs::btf::types::{Array, Int, IntEncoding, MemberAttr, Ptr, Struct, Var};
+    use libbpf_rs::btf::types::{Array, Composite, Int, IntEncoding, MemberAttr, Ptr, Struct, Var};
     use libbpf_rs::btf::Btf;
     use libbpf_rs::btf::{BtfKind, BtfType, HasSize, ReferencesType};
 
@@ -114,7 +117,20 @@ mod from_btf {
         prefix: &str,
         out: &mut Vec<Member>,
     ) {
-        for m in s.iter() {
+        flatten_composite(btf, &Composite::from(*s), base, prefix, out);
+    }
+
+    /// The members of a struct, or of a union its first member only (the
+    /// others alias it: CDG's `union { struct { min, max }; u64 v64; }`).
+    fn flatten_composite(
+        btf: &Btf<'_>,
+        c: &Composite<'_>,
+        base: u32,
+        prefix: &str,
+        out: &mut Vec<Member>,
+    ) {
+        let members = c.iter().take(if c.is_struct { usize::MAX } else { 1 });
+        for m in members {
             let name = m.name.map(|n| n.to_string_lossy().into_owned());
             let name = name.unwrap_or_default();
             let (offset, bitfield) = match m.attr {
@@ -124,25 +140,28 @@ mod from_btf {
             let Some(ty) = btf.type_by_id::<BtfType<'_>>(m.ty) else {
                 continue;
             };
-            let full = format!("{prefix}{name}");
-            flatten(btf, ty, base + offset, bitfield, &full, out);
+            flatten(btf, ty, base + offset, bitfield, prefix, &name, out);
         }
     }
 
+    /// Flattens member `name` (empty for an anonymous struct or union,
+    /// whose members then take `prefix` alone) of type `ty` at bit `at`.
     fn flatten(
         btf: &Btf<'_>,
         ty: BtfType<'_>,
         at: u32,
         bitfield: Option<u32>,
+        prefix: &str,
         name: &str,
         out: &mut Vec<Member>,
     ) {
         let ty = ty.skip_mods_and_typedefs();
+        let full = format!("{prefix}{name}");
         match ty.kind() {
             BtfKind::Int => {
                 let Ok(i) = Int::try_from(ty) else { return };
                 out.push(Member {
-                    name: name.to_string(),
+                    name: full,
                     bit_offset: at + i.offset as u32,
                     bits: bitfield.unwrap_or(i.bits as u32),
                     signed: matches!(i.encoding, IntEncoding::Signed),
@@ -150,29 +169,34 @@ mod from_btf {
             }
             BtfKind::Enum => {
                 out.push(Member {
-                    name: name.to_string(),
+                    name: full,
                     bit_offset: at,
                     bits: bitfield.unwrap_or(ty_size(&ty) * 8),
                     signed: false,
                 });
             }
-            BtfKind::Struct => {
-                if let Ok(s) = Struct::try_from(ty) {
-                    flatten_struct(btf, &s, at, &format!("{name}_"), out);
+            BtfKind::Struct | BtfKind::Union => {
+                if let Ok(c) = Composite::try_from(ty) {
+                    let inner = if name.is_empty() {
+                        prefix.to_string()
+                    } else {
+                        format!("{full}_")
+                    };
+                    flatten_composite(btf, &c, at, &inner, out);
                 }
             }
             BtfKind::Array => {
                 let Ok(a) = Array::try_from(ty) else { return };
                 let elem = a.contained_type().skip_mods_and_typedefs();
                 let step = ty_size(&elem) * 8;
-                let composite = elem.kind() == BtfKind::Struct;
+                let composite = matches!(elem.kind(), BtfKind::Struct | BtfKind::Union);
                 for i in 0..a.capacity() as u32 {
                     let n = if composite {
                         format!("{name}{i}")
                     } else {
                         format!("{name}_{i}")
                     };
-                    flatten(btf, elem, at + i * step, None, &n, out);
+                    flatten(btf, elem, at + i * step, None, prefix, &n, out);
                 }
             }
             _ => {}
@@ -183,6 +207,9 @@ mod from_btf {
         match ty.kind() {
             BtfKind::Int => Int::try_from(*ty).map(|t| t.size() as u32).unwrap_or(0),
             BtfKind::Struct => Struct::try_from(*ty).map(|t| t.size() as u32).unwrap_or(0),
+            BtfKind::Union => libbpf_rs::btf::types::Union::try_from(*ty)
+                .map(|t| t.size() as u32)
+                .unwrap_or(0),
             BtfKind::Enum => libbpf_rs::btf::types::Enum::try_from(*ty)
                 .map(|t| t.size() as u32)
                 .unwrap_or(0),

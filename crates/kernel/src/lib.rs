@@ -64,6 +64,26 @@ fn load_checked(_: &Plan) -> Result<Loaded, Error> {
     unreachable!("load() stops at missing_bpf()")
 }
 
+/// The named members of `port`'s private state, from BTF (see [`ca`]).
+/// Needs a build with BPF; the kernel's algorithms also need the running
+/// kernel's BTF.
+pub fn ca_layout(port: &Port) -> Result<ca::Layout, Error> {
+    if let Some(why) = missing_bpf() {
+        return Err(Error(format!(
+            "cannot read the private state's layout: {why}"
+        )));
+    }
+    ca_layout_checked(port)
+}
+
+#[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
+use load::ca_layout as ca_layout_checked;
+
+#[cfg(not(all(feature = "bpf", not(kleinrock_no_clang))))]
+fn ca_layout_checked(_: &Port) -> Result<ca::Layout, Error> {
+    unreachable!("ca_layout() stops at missing_bpf()")
+}
+
 /// Why this build cannot load anything, if it cannot.
 pub(crate) fn missing_bpf() -> Option<&'static str> {
     if cfg!(not(feature = "bpf")) {

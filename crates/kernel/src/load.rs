@@ -11,8 +11,12 @@ use crate::ca::{self, Layout};
 use crate::pins::{self, Paths};
 use crate::plan::{Native, Plan, Port};
 use crate::{Error, Loaded};
+use kleinrock_cc::cdg::CdgParams;
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
+use kleinrock_cc::dctcp::DctcpParams;
+use kleinrock_cc::htcp::HtcpParams;
 use kleinrock_cc::reno::RenoParams;
+use kleinrock_cc::vegas::VegasParams;
 use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{AsRawLibbpf, Link, MapMut, PrintLevel};
@@ -48,6 +52,26 @@ mod native_bbr_skel {
 #[allow(clippy::all, unsafe_op_in_unsafe_fn)]
 mod bbr_skel {
     include!(concat!(env!("OUT_DIR"), "/bbr.skel.rs"));
+}
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod dctcp_skel {
+    include!(concat!(env!("OUT_DIR"), "/dctcp.skel.rs"));
+}
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod htcp_skel {
+    include!(concat!(env!("OUT_DIR"), "/htcp.skel.rs"));
+}
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod vegas_skel {
+    include!(concat!(env!("OUT_DIR"), "/vegas.skel.rs"));
+}
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
+mod cdg_skel {
+    include!(concat!(env!("OUT_DIR"), "/cdg.skel.rs"));
 }
 
 /// cubic.bpf.c's `friendly` values.
@@ -96,6 +120,10 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
         Port::Cubic(p) => load_cubic(&plan.name, p),
         Port::Native(n) => load_native(&plan.name, *n),
         Port::Bbr => load_bbr(&plan.name),
+        Port::Dctcp(p) => load_dctcp(&plan.name, p),
+        Port::Htcp(p) => load_htcp(&plan.name, p),
+        Port::Vegas(p) => load_vegas(&plan.name, p),
+        Port::Cdg(p) => load_cdg(&plan.name, p),
     }
     .and_then(|mut l| {
         l.pin(&link)
@@ -285,6 +313,10 @@ pub fn ca_layout(port: &Port) -> Result<Layout, Error> {
         Port::Reno(_) => from_object!(reno_skel::RenoSkelBuilder),
         Port::Cubic(_) => from_object!(cubic_skel::CubicSkelBuilder),
         Port::Bbr => from_object!(bbr_skel::BbrSkelBuilder),
+        Port::Dctcp(_) => from_object!(dctcp_skel::DctcpSkelBuilder),
+        Port::Htcp(_) => from_object!(htcp_skel::HtcpSkelBuilder),
+        Port::Vegas(_) => from_object!(vegas_skel::VegasSkelBuilder),
+        Port::Cdg(_) => from_object!(cdg_skel::CdgSkelBuilder),
         Port::Native(n) => match n.ca_struct() {
             None => Ok(Layout::default()),
             Some(s) => {
@@ -311,6 +343,101 @@ fn load_bbr(name: &str) -> Result<Link, Error> {
     register(
         name,
         &mut m.kr_bbr,
+        &mut m.kr_trace_on,
+        &mut m.kr_trace_stats,
+        &mut m.kr_trace_ring,
+    )
+}
+
+fn load_dctcp(name: &str, p: &DctcpParams) -> Result<Link, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = dctcp_skel::DctcpSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(|e| refused(name, "open", e))?;
+    open.struct_ops.kr_dctcp_mut().name = ca_name(name);
+    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
+        return Err(no_rodata(name));
+    };
+    ro.shift_g = p.shift_g;
+    ro.alpha_on_init = p.alpha_on_init;
+    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
+    let m = &mut skel.maps;
+    register(
+        name,
+        &mut m.kr_dctcp,
+        &mut m.kr_trace_on,
+        &mut m.kr_trace_stats,
+        &mut m.kr_trace_ring,
+    )
+}
+
+fn load_htcp(name: &str, p: &HtcpParams) -> Result<Link, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = htcp_skel::HtcpSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(|e| refused(name, "open", e))?;
+    open.struct_ops.kr_htcp_mut().name = ca_name(name);
+    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
+        return Err(no_rodata(name));
+    };
+    ro.use_rtt_scaling = p.use_rtt_scaling as u32;
+    ro.use_bandwidth_switch = p.use_bandwidth_switch as u32;
+    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
+    let m = &mut skel.maps;
+    register(
+        name,
+        &mut m.kr_htcp,
+        &mut m.kr_trace_on,
+        &mut m.kr_trace_stats,
+        &mut m.kr_trace_ring,
+    )
+}
+
+fn load_vegas(name: &str, p: &VegasParams) -> Result<Link, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = vegas_skel::VegasSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(|e| refused(name, "open", e))?;
+    open.struct_ops.kr_vegas_mut().name = ca_name(name);
+    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
+        return Err(no_rodata(name));
+    };
+    ro.alpha = p.alpha;
+    ro.beta = p.beta;
+    ro.gamma = p.gamma;
+    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
+    let m = &mut skel.maps;
+    register(
+        name,
+        &mut m.kr_vegas,
+        &mut m.kr_trace_on,
+        &mut m.kr_trace_stats,
+        &mut m.kr_trace_ring,
+    )
+}
+
+fn load_cdg(name: &str, p: &CdgParams) -> Result<Link, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = cdg_skel::CdgSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(|e| refused(name, "open", e))?;
+    open.struct_ops.kr_cdg_mut().name = ca_name(name);
+    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
+        return Err(no_rodata(name));
+    };
+    // A power of two in 1..=256 (the spec checks it): fits the int.
+    ro.window = p.window as i32;
+    ro.backoff_beta = p.backoff_beta;
+    ro.backoff_factor = p.backoff_factor;
+    ro.hystart_detect = p.hystart_detect;
+    ro.use_ineff = p.use_ineff;
+    ro.use_shadow = p.use_shadow as u32;
+    ro.use_tolerance = p.use_tolerance as u32;
+    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
+    let m = &mut skel.maps;
+    register(
+        name,
+        &mut m.kr_cdg,
         &mut m.kr_trace_on,
         &mut m.kr_trace_stats,
         &mut m.kr_trace_ring,

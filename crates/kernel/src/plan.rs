@@ -26,16 +26,34 @@
 //! | `hystart_detect=N` | `hdN` |
 //! | `hystart_low_window=N` | `lwN` |
 //! | `hystart_ack_delta_us=N` | `adN` |
+//! | dctcp `shift_g=N` | `gN` |
+//! | dctcp `alpha_on_init=N` | `aN` |
+//! | htcp `use_rtt_scaling=0` | `nrs` |
+//! | htcp `use_bandwidth_switch=0` | `nbs` |
+//! | vegas `alpha=N` | `aN` |
+//! | vegas `beta=N` | `bN` |
+//! | vegas `gamma=N` | `gN` |
+//! | cdg `window=N` | `wN` |
+//! | cdg `backoff_beta=N` | `bN` |
+//! | cdg `backoff_factor=N` | `fN` |
+//! | cdg `hystart_detect=N` | `hdN` |
+//! | cdg `use_ineff=N` | `iN` |
+//! | cdg `use_shadow=0` | `nosh` |
+//! | cdg `use_tolerance=1` | `tol` |
 //!
 //! so `cubic:hystart=off` is `kr_cubic_nohs`, `cubic:beta=768` is
-//! `kr_cubic_b768` and `reno:hystart=hspp` is `kr_reno_hspp`. A derived name longer than 15 bytes is refused with a
-//! hint to choose one with `--name`.
+//! `kr_cubic_b768`, `reno:hystart=hspp` is `kr_reno_hspp` and
+//! `dctcp:shift_g=2` is `kr_dctcp_g2`. A derived name longer than 15 bytes
+//! is refused with a hint to choose one with `--name`.
 
 use crate::Error;
+use kleinrock_cc::cdg::CdgParams;
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
-use kleinrock_cc::ops::CongestionControl;
+use kleinrock_cc::dctcp::DctcpParams;
+use kleinrock_cc::htcp::HtcpParams;
 use kleinrock_cc::reno::RenoParams;
 use kleinrock_cc::spec::Algorithm;
+use kleinrock_cc::vegas::VegasParams;
 
 /// The kernel's `TCP_CA_NAME_MAX` less the terminating NUL.
 pub const NAME_MAX: usize = 15;
@@ -55,6 +73,14 @@ pub enum Port {
     Native(Native),
     /// `bbr.bpf.c`: BBR v1, which has no parameters.
     Bbr,
+    /// `dctcp.bpf.c`, with the kernel module's parameters.
+    Dctcp(DctcpParams),
+    /// `htcp.bpf.c`, with the kernel module's parameters.
+    Htcp(HtcpParams),
+    /// `vegas.bpf.c`, with the kernel module's parameters.
+    Vegas(VegasParams),
+    /// `cdg.bpf.c`, with the kernel module's parameters.
+    Cdg(CdgParams),
 }
 
 /// The kernel's built-in algorithms that have a tracing wrapper.
@@ -98,9 +124,6 @@ pub const NATIVE_SPEC_PREFIX: &str = "native:";
 /// The prefix of a wrapper's name: `kn_cubic` wraps the kernel's `cubic`.
 pub const NATIVE_NAME_PREFIX: &str = "kn_";
 
-/// The algorithms with a BPF port, as the refusal of the others lists them.
-pub const PORTED: &[&str] = &["reno", "cubic", "bbr"];
-
 /// What to load: the port, its canonical spec and the name to register.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -134,12 +157,21 @@ pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
             (Port::Cubic(p), cubic_tokens(&p))
         }
         Algorithm::Bbr(_) => (Port::Bbr, Vec::new()),
-        other => {
-            return Err(Error(format!(
-                "{} has no BPF port yet; the ported algorithms are {}",
-                other.name(),
-                PORTED.join(", ")
-            )))
+        Algorithm::Dctcp(d) => {
+            let p = *d.params();
+            (Port::Dctcp(p), dctcp_tokens(&p))
+        }
+        Algorithm::Htcp(h) => {
+            let p = *h.params();
+            (Port::Htcp(p), htcp_tokens(&p))
+        }
+        Algorithm::Vegas(v) => {
+            let p = *v.params();
+            (Port::Vegas(p), vegas_tokens(&p))
+        }
+        Algorithm::Cdg(c) => {
+            let p = *c.params();
+            (Port::Cdg(p), cdg_tokens(&p))
         }
     };
     let name = match name {
@@ -186,6 +218,10 @@ impl Port {
             Port::Cubic(_) => "cubic",
             Port::Native(n) => n.kernel_name(),
             Port::Bbr => "bbr",
+            Port::Dctcp(_) => "dctcp",
+            Port::Htcp(_) => "htcp",
+            Port::Vegas(_) => "vegas",
+            Port::Cdg(_) => "cdg",
         }
     }
 
@@ -236,6 +272,75 @@ fn cubic_tokens(p: &CubicParams) -> Vec<String> {
     }
     if h.ack_delta_us != hd.ack_delta_us {
         t.push(format!("ad{}", h.ack_delta_us));
+    }
+    t
+}
+
+/// The name tokens of DCTCP's non-default parameters.
+fn dctcp_tokens(p: &DctcpParams) -> Vec<String> {
+    let d = DctcpParams::default();
+    let mut t = Vec::new();
+    if p.shift_g != d.shift_g {
+        t.push(format!("g{}", p.shift_g));
+    }
+    if p.alpha_on_init != d.alpha_on_init {
+        t.push(format!("a{}", p.alpha_on_init));
+    }
+    t
+}
+
+/// The name tokens of H-TCP's non-default parameters (both default on).
+fn htcp_tokens(p: &HtcpParams) -> Vec<String> {
+    let mut t = Vec::new();
+    if !p.use_rtt_scaling {
+        t.push("nrs".to_string());
+    }
+    if !p.use_bandwidth_switch {
+        t.push("nbs".to_string());
+    }
+    t
+}
+
+/// The name tokens of Vegas' non-default parameters.
+fn vegas_tokens(p: &VegasParams) -> Vec<String> {
+    let d = VegasParams::default();
+    let mut t = Vec::new();
+    if p.alpha != d.alpha {
+        t.push(format!("a{}", p.alpha));
+    }
+    if p.beta != d.beta {
+        t.push(format!("b{}", p.beta));
+    }
+    if p.gamma != d.gamma {
+        t.push(format!("g{}", p.gamma));
+    }
+    t
+}
+
+/// The name tokens of CDG's non-default parameters.
+fn cdg_tokens(p: &CdgParams) -> Vec<String> {
+    let d = CdgParams::default();
+    let mut t = Vec::new();
+    if p.window != d.window {
+        t.push(format!("w{}", p.window));
+    }
+    if p.backoff_beta != d.backoff_beta {
+        t.push(format!("b{}", p.backoff_beta));
+    }
+    if p.backoff_factor != d.backoff_factor {
+        t.push(format!("f{}", p.backoff_factor));
+    }
+    if p.hystart_detect != d.hystart_detect {
+        t.push(format!("hd{}", p.hystart_detect));
+    }
+    if p.use_ineff != d.use_ineff {
+        t.push(format!("i{}", p.use_ineff));
+    }
+    if p.use_shadow != d.use_shadow {
+        t.push("nosh".to_string());
+    }
+    if p.use_tolerance != d.use_tolerance {
+        t.push("tol".to_string());
     }
     t
 }
@@ -341,6 +446,100 @@ mod tests {
     }
 
     #[test]
+    fn dctcp_names_and_params() {
+        assert_eq!(name_of("dctcp"), "kr_dctcp");
+        assert_eq!(name_of("dctcp:shift_g=4:alpha_on_init=1024"), "kr_dctcp");
+        assert_eq!(name_of("dctcp:shift_g=2"), "kr_dctcp_g2");
+        assert_eq!(name_of("dctcp:alpha_on_init=0"), "kr_dctcp_a0");
+        assert_eq!(
+            name_of("dctcp:alpha_on_init=64:shift_g=0"),
+            "kr_dctcp_g0_a64"
+        );
+        assert!(name_of("dctcp:alpha_on_init=512:shift_g=0")
+            .starts_with("the derived name `kr_dctcp_g0_a512` is 16 bytes"));
+        let p = plan("dctcp:shift_g=10:alpha_on_init=5000", Some("kr_d")).unwrap();
+        assert_eq!(p.spec, "dctcp:shift_g=10:alpha_on_init=5000");
+        assert_eq!(
+            p.port,
+            Port::Dctcp(DctcpParams {
+                shift_g: 10,
+                alpha_on_init: 5000
+            })
+        );
+        assert!(name_of("dctcp:shift_g=11").contains("`11` is not a valid value for `shift_g`"));
+    }
+
+    #[test]
+    fn htcp_names_and_params() {
+        assert_eq!(name_of("htcp"), "kr_htcp");
+        assert_eq!(name_of("htcp:use_rtt_scaling=1"), "kr_htcp");
+        assert_eq!(name_of("htcp:use_rtt_scaling=0"), "kr_htcp_nrs");
+        assert_eq!(name_of("htcp:use_bandwidth_switch=off"), "kr_htcp_nbs");
+        // Both off still fits in 15 bytes.
+        assert_eq!(
+            name_of("htcp:use_bandwidth_switch=0:use_rtt_scaling=0"),
+            "kr_htcp_nrs_nbs"
+        );
+        let p = plan("htcp:use_bandwidth_switch=0", None).unwrap();
+        assert_eq!(p.spec, "htcp:use_bandwidth_switch=0");
+        assert_eq!(
+            p.port,
+            Port::Htcp(HtcpParams {
+                use_rtt_scaling: true,
+                use_bandwidth_switch: false
+            })
+        );
+    }
+
+    #[test]
+    fn vegas_names_and_params() {
+        assert_eq!(name_of("vegas"), "kr_vegas");
+        assert_eq!(name_of("vegas:alpha=2:beta=4:gamma=1"), "kr_vegas");
+        assert_eq!(name_of("vegas:alpha=1"), "kr_vegas_a1");
+        assert_eq!(name_of("vegas:beta=6"), "kr_vegas_b6");
+        assert_eq!(name_of("vegas:gamma=0"), "kr_vegas_g0");
+        assert_eq!(name_of("vegas:beta=8:alpha=4"), "kr_vegas_a4_b8");
+        assert!(name_of("vegas:alpha=1:beta=3:gamma=2")
+            .starts_with("the derived name `kr_vegas_a1_b3_g2` is 17 bytes"));
+        let p = plan("vegas:gamma=3:alpha=3:beta=5", Some("kr_v335")).unwrap();
+        assert_eq!(p.spec, "vegas:alpha=3:beta=5:gamma=3");
+        assert_eq!(
+            p.port,
+            Port::Vegas(VegasParams {
+                alpha: 3,
+                beta: 5,
+                gamma: 3
+            })
+        );
+    }
+
+    #[test]
+    fn cdg_names_and_params() {
+        assert_eq!(name_of("cdg"), "kr_cdg");
+        assert_eq!(name_of("cdg:window=8:backoff_beta=724"), "kr_cdg");
+        assert_eq!(name_of("cdg:window=16"), "kr_cdg_w16");
+        assert_eq!(name_of("cdg:backoff_beta=512"), "kr_cdg_b512");
+        assert_eq!(name_of("cdg:backoff_factor=125"), "kr_cdg_f125");
+        assert_eq!(name_of("cdg:hystart_detect=2"), "kr_cdg_hd2");
+        assert_eq!(name_of("cdg:use_ineff=0"), "kr_cdg_i0");
+        assert_eq!(name_of("cdg:use_shadow=0"), "kr_cdg_nosh");
+        assert_eq!(name_of("cdg:use_tolerance=1"), "kr_cdg_tol");
+        assert_eq!(name_of("cdg:use_tolerance=1:window=4"), "kr_cdg_w4_tol");
+        assert!(name_of("cdg:window=3").contains("`3` is not a valid value for `window`"));
+        let p = plan("cdg:use_shadow=0:window=1:hystart_detect=0", Some("kr_c1")).unwrap();
+        assert_eq!(p.spec, "cdg:window=1:hystart_detect=0:use_shadow=0");
+        assert_eq!(
+            p.port,
+            Port::Cdg(CdgParams {
+                window: 1,
+                hystart_detect: 0,
+                use_shadow: false,
+                ..CdgParams::default()
+            })
+        );
+    }
+
+    #[test]
     fn the_plan_carries_params_and_the_canonical_spec() {
         let p = plan("cubic:beta=768:hystart=off", Some("kr_c768")).unwrap();
         assert_eq!(p.spec, "cubic:hystart=off:beta=768");
@@ -394,11 +593,12 @@ mod tests {
     }
 
     #[test]
-    fn unported_algorithms_say_which_are() {
-        assert_eq!(
-            name_of("dctcp"),
-            "dctcp has no BPF port yet; the ported algorithms are reno, cubic, bbr"
-        );
+    fn every_algorithm_of_the_reference_has_a_port() {
+        for info in kleinrock_cc::ALGORITHMS {
+            let p = plan(info.name, None).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+            assert_eq!(p.name, format!("kr_{}", info.name));
+            assert_eq!(p.port.algorithm(), info.name);
+        }
     }
 
     #[test]

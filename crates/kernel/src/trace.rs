@@ -405,7 +405,7 @@ mod session {
         let on = open_pin(&paths.trace_on(name), name)?;
         let counters = open_pin(&paths.trace_stats(name), name)?;
         let ring = open_pin(&paths.trace_ring(name), name)?;
-        let layout = crate::load::ca_layout(port)?;
+        let layout = crate::ca_layout(port)?;
         let owner = on
             .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
             .ok()

@@ -8,13 +8,18 @@
 //! the default `kr_reno` and `kr_cubic`, so the test neither trips over nor
 //! unloads what an operator has loaded on the same machine.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::{
+    available, congestion_of, connect_with, have_iperf3, iperf3_with, json_says, skip_reason,
+    transfer,
+};
 use kleinrock_kernel::pins::{Paths, Unloaded};
 use kleinrock_kernel::plan::plan;
 
@@ -24,44 +29,6 @@ const CUBIC: &str = "krt_cubic";
 const CUBIC_VARIANT: &str = "krt_cubic_var";
 const VARIANT_SPEC: &str = "cubic:hystart=hspp:friendly=newreno:beta=768";
 const TRANSFER: usize = 50 << 20;
-
-/// Why this machine cannot run the test, if it cannot.
-fn skip_reason() -> Option<String> {
-    if !kleinrock_kernel::CAN_LOAD {
-        return Some("this build carries no BPF programs (no clang at build time)".into());
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("loading struct_ops needs root".into());
-    }
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Some("the kernel has no BTF (/sys/kernel/btf/vmlinux), so no struct_ops".into());
-    }
-    let paths = Paths::system();
-    if paths.check_bpffs().is_err() {
-        let ok = Command::new("mount")
-            .args(["-t", "bpf", "bpf"])
-            .arg(&paths.bpffs)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            return Some("bpffs is not mounted and mounting it failed".into());
-        }
-        eprintln!("kernel test: mounted bpffs at {}", paths.bpffs.display());
-    }
-    None
-}
-
-fn available() -> Vec<String> {
-    Paths::system().available().unwrap()
-}
-
-/// A loopback connection whose sender runs `ca`, set before connect so the
-/// algorithm's init runs on the fresh socket.
-fn connect_with(ca: &str, listener: &TcpListener) -> TcpStream {
-    let port = listener.local_addr().unwrap().port();
-    connect_to(ca, SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))
-}
 
 /// A connection to `to` whose sender runs `ca`, set before connect.
 fn connect_to(ca: &str, to: SocketAddrV4) -> TcpStream {
@@ -100,54 +67,6 @@ fn connect_to(ca: &str, to: SocketAddrV4) -> TcpStream {
         assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
         stream
     }
-}
-
-/// The socket's congestion control, as getsockopt(TCP_CONGESTION) says.
-fn congestion_of(s: &TcpStream) -> String {
-    let mut buf = [0u8; 16];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: buf and len are valid for the call.
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            buf.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    assert_eq!(rc, 0, "getsockopt: {}", std::io::Error::last_os_error());
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
-}
-
-/// Sends `bytes` through `ca` over loopback; returns what the receiver got
-/// and the sender, still open.
-fn transfer(ca: &str, bytes: usize) -> (usize, TcpStream) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let mut tx = connect_with(ca, &listener);
-    let (mut rx, _) = listener.accept().unwrap();
-    let sink = std::thread::spawn(move || {
-        let mut got = 0;
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            match rx.read(&mut buf) {
-                Ok(0) | Err(_) => return got,
-                Ok(n) => got += n,
-            }
-            if got >= bytes {
-                return got;
-            }
-        }
-    });
-    let chunk = vec![0x5au8; 1 << 20];
-    let mut sent = 0;
-    while sent < bytes {
-        let n = chunk.len().min(bytes - sent);
-        tx.write_all(&chunk[..n]).unwrap();
-        sent += n;
-    }
-    (sink.join().unwrap(), tx)
 }
 
 fn unload_leftovers() {
@@ -226,35 +145,15 @@ fn iperf3_through(spec: &str, name: &str) {
         eprintln!("iperf3 test skipped: {why}");
         return;
     }
-    if Command::new("iperf3").arg("--version").output().is_err() {
-        eprintln!("iperf3 test skipped: iperf3 is not installed (apt-get install iperf3)");
+    if !have_iperf3("iperf3 test") {
         return;
     }
     let _ = Paths::system().unload(name, Duration::from_secs(2));
     kleinrock_kernel::load(&plan(spec, Some(name)).unwrap()).unwrap_or_else(|e| panic!("{e}"));
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
-    let mut server = Command::new("iperf3")
-        .args(["-s", "-1", "-B", "127.0.0.1", "-p", &port])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let out = Command::new("iperf3")
-        .args(["-c", "127.0.0.1", "-p", &port, "-t", "1", "-C", name, "-J"])
-        .output()
-        .unwrap();
-    let _ = server.wait();
+    let json = iperf3_with(name);
     let unloaded = Paths::system().unload(name, Duration::from_secs(2));
-    let json = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "iperf3 failed: {json}");
     assert!(
-        json.contains(&format!("\"sender_tcp_congestion\":\t\"{name}\""))
-            || json.contains(&format!("\"sender_tcp_congestion\": \"{name}\"")),
+        json_says(&json, "sender_tcp_congestion", name),
         "iperf3 did not report {name}: {json}"
     );
     assert_eq!(unloaded.unwrap(), Unloaded::Gone);

@@ -128,6 +128,9 @@ fn kernel_traces_replay_into_the_rust_reference_with_zero_divergence() {
         ("cubic:hystart=hspp", "krt_tr_hspp"),
         ("cubic:friendly=newreno", "krt_tr_nr"),
         ("bbr", "krt_tr_bbr"),
+        ("htcp", "krt_tr_htcp"),
+        ("vegas", "krt_tr_vegas"),
+        ("cdg", "krt_tr_cdg"),
     ];
     for (spec, name) in ports {
         let _ = Paths::system().unload(name, Duration::from_secs(2));

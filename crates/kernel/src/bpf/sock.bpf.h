@@ -28,6 +28,8 @@ extern unsigned long CONFIG_HZ __kconfig;
 
 #define min(a, b) ((a) < (b) ? (a) : (b))
 #define max(a, b) ((a) > (b) ? (a) : (b))
+/* The smaller of two values, ignoring a zero (DCTCP's alpha, CDG's RTTs). */
+#define min_not_zero(a, b) ((a) == 0 ? (b) : ((b) == 0 ? (a) : min(a, b)))
 
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
 {
@@ -48,6 +50,24 @@ static __always_inline bool after(__u32 seq1, __u32 seq2)
 static __always_inline bool before(__u32 seq1, __u32 seq2)
 {
 	return after(seq2, seq1);
+}
+
+/* between(seq1, seq2, seq3): seq2 <= seq1 <= seq3 in wrapping order. */
+static __always_inline bool between(__u32 seq1, __u32 seq2, __u32 seq3)
+{
+	return seq3 - seq2 >= seq1 - seq2;
+}
+
+/*
+ * inet_csk(sk)->icsk_ca_state, the TCP core's recovery state (TCP_CA_*),
+ * before the change a set_state hook is told of. A bitfield: read by
+ * relocation.
+ */
+static __always_inline __u8 icsk_ca_state(const struct sock *sk)
+{
+	const struct inet_connection_sock *icsk = (const void *)sk;
+
+	return BPF_CORE_READ_BITFIELD(icsk, icsk_ca_state);
 }
 
 /*

@@ -61,7 +61,7 @@ struct sock {
 struct inet_connection_sock {
 	__u8 icsk_ca_state : 5;		/* enum tcp_ca_state */
 	struct {
-		__u8 pending;		/* ICSK_ACK_* bits: an ACK is due */
+		__u8 pending;		/* ICSK_ACK_* bits (DCTCP writes NOW) */
 	} icsk_ack;
 	__u64 icsk_ca_priv[13];		/* ICSK_CA_PRIV_SIZE = 104 bytes */
 };
@@ -196,6 +196,13 @@ enum tcp_ca_event {
 #define CA_ACK_WIN_UPDATE	(1 << 1)
 #define CA_ACK_ECE		(1 << 2)
 
+/* enum inet_csk_ack_state_t: icsk_ack.pending bits. */
+#define ICSK_ACK_TIMER		2	/* a delayed ACK is scheduled */
+#define ICSK_ACK_NOW		16	/* send the next ACK at once */
+
+/* tcp_congestion_ops.flags */
+#define TCP_CONG_NEEDS_ECN	0x2	/* negotiate ECN, set ECT on every segment */
+
 /* tcp_sock.ecn_flags */
 #define TCP_ECN_OK		1
 #define TCP_ECN_QUEUE_CWR	2
@@ -206,5 +213,14 @@ enum tcp_ca_event {
 #define SK_PACING_NONE		0
 #define SK_PACING_NEEDED	1
 #define SK_PACING_FQ		2
+
+/* include/uapi/linux/bpf.h: socket-local storage (CDG's gradient window). */
+#define BPF_MAP_TYPE_SK_STORAGE		24	/* enum bpf_map_type */
+#define BPF_F_NO_PREALLOC		1	/* required of sk_storage maps */
+#define BPF_SK_STORAGE_GET_F_CREATE	1	/* bpf_sk_storage_get(): allocate */
+
+/* include/uapi/linux/tcp.h, for bpf_setsockopt(). */
+#define SOL_TCP			6
+#define TCP_CONGESTION		13
 
 #endif /* __KLEINROCK_VMLINUX_H__ */

@@ -1,0 +1,75 @@
+//! The private-state columns of a kernel trace are named from BTF; replay
+//! compares them by the names the Rust reference gives in `visit_ca`, in
+//! whatever order the columns come. Every member the Rust visits must be
+//! found in the port's struct, or a trace would silently compare nothing
+//! for it. No root needed.
+
+use kleinrock_cc::{Algorithm, CongestionControl};
+use kleinrock_kernel::plan::{plan, Native, Port};
+
+fn rust_names(spec: &str) -> Vec<&'static str> {
+    let a: Algorithm = spec.parse().unwrap();
+    let mut names = Vec::new();
+    a.visit_ca(&mut |n, _| names.push(n));
+    names
+}
+
+/// Every name in `want` is in `have`.
+fn all_named(want: &[&str], have: &[String]) -> Result<(), String> {
+    match want.iter().find(|w| !have.iter().any(|h| h == *w)) {
+        Some(w) => Err(format!("`{w}` is not among {have:?}")),
+        None => Ok(()),
+    }
+}
+
+#[test]
+fn every_port_names_the_members_the_rust_reference_visits() {
+    if !kleinrock_kernel::CAN_LOAD {
+        eprintln!("skipped: this build carries no BPF programs");
+        return;
+    }
+    // Specs whose Rust reference visits every member it has.
+    let specs = [
+        "reno:hystart=hspp",
+        "cubic",
+        "cubic:hystart=hspp",
+        "bbr",
+        "dctcp",
+        "htcp",
+        "vegas",
+        "cdg",
+    ];
+    for spec in specs {
+        let p = plan(spec, None).unwrap();
+        let layout = kleinrock_kernel::ca_layout(&p.port).unwrap_or_else(|e| panic!("{e}"));
+        let want = rust_names(spec);
+        assert!(!want.is_empty(), "{spec} visits nothing");
+        if let Err(e) = all_named(&want, &layout.names()) {
+            panic!("{spec}: {e}");
+        }
+        // Every member lies inside the 104-byte area.
+        for m in &layout.members {
+            assert!(m.bit_offset + m.bits <= 104 * 8, "{spec}: {m:?}");
+        }
+    }
+}
+
+#[test]
+fn the_kernels_own_structs_name_what_the_rust_reference_visits() {
+    if !kleinrock_kernel::CAN_LOAD || !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        eprintln!("skipped: no BPF in this build or no kernel BTF");
+        return;
+    }
+    for (native, spec) in [(Native::Cubic, "cubic"), (Native::Bbr, "bbr")] {
+        let layout =
+            kleinrock_kernel::ca_layout(&Port::Native(native)).unwrap_or_else(|e| panic!("{e}"));
+        let mut want = rust_names(spec);
+        // The kernel's struct bictcp has no HyStart++ members.
+        want.retain(|n| !n.starts_with("hspp_"));
+        if let Err(e) = all_named(&want, &layout.names()) {
+            panic!("kernel {spec}: {e}");
+        }
+    }
+    let reno = kleinrock_kernel::ca_layout(&Port::Native(Native::Reno)).unwrap();
+    assert!(reno.members.is_empty());
+}
