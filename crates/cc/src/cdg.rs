@@ -26,6 +26,15 @@
 //!
 //! The random draw comes from a seeded generator ([`CongestionControl::
 //! set_random_seed`]); a replay forces its outcome from the trace.
+//!
+//! A backoff enters CWR. `cwr=kernel` (the default) is Linux's
+//! `tcp_enter_cwr()`: the core's CWR state, which PRR brings down to
+//! ssthresh over a round trip. `cwr=own` is the CWR the BPF port
+//! (crates/kernel/src/bpf/cdg.bpf.c) keeps itself, since a program can
+//! neither call `tcp_enter_cwr()` nor write what it sets: cwnd cut to
+//! ssthresh at once, growth held until an ACK passes the backoff's
+//! `snd_nxt`, then what `tcp_end_cwnd_reduction()` does. It is here so that
+//! traces of the port replay and the simulator can show what it changes.
 
 use alloc::string::{String, ToString};
 use alloc::vec;
@@ -35,7 +44,7 @@ use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_undo_cwnd};
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{flag_value, int_value, ParamError, ParamInfo, Params};
 use crate::rand::SplitMix64;
-use crate::sock::{after, before, Field, Sock};
+use crate::sock::{after, before, CaState, Field, Sock, TCP_ECN_OK, TCP_ECN_QUEUE_CWR};
 
 /// `hystart_detect` bit: end slow start on a long ACK train.
 pub const HYSTART_ACK_TRAIN: u32 = 1;
@@ -60,7 +69,26 @@ const DELACK_MAX: u8 = 5;
 /// A gradient sum this negative (µs) means the last backoff worked.
 const EFFECTUAL_GRADIENT_US: i32 = -32;
 
-/// CDG's module parameters.
+/// The CWR a backoff enters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CdgCwr {
+    /// `tcp_enter_cwr()`: the TCP core's CWR, with PRR (Linux).
+    #[default]
+    Kernel,
+    /// The BPF port's own CWR (`cdg_enter_cwr()` of cdg.bpf.c).
+    Own,
+}
+
+impl CdgCwr {
+    fn name(self) -> &'static str {
+        match self {
+            CdgCwr::Kernel => "kernel",
+            CdgCwr::Own => "own",
+        }
+    }
+}
+
+/// CDG's module parameters, and the CWR its backoff enters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CdgParams {
     /// Rounds in the gradient window, a power of two in 1..=256 (default 8).
@@ -79,6 +107,8 @@ pub struct CdgParams {
     pub use_shadow: bool,
     /// Tolerate losses while the queue is not full (default off).
     pub use_tolerance: bool,
+    /// Which CWR a backoff enters (default the kernel's).
+    pub cwr: CdgCwr,
 }
 
 impl Default for CdgParams {
@@ -91,6 +121,7 @@ impl Default for CdgParams {
             use_ineff: 5,
             use_shadow: true,
             use_tolerance: false,
+            cwr: CdgCwr::Kernel,
         }
     }
 }
@@ -132,6 +163,11 @@ impl Params for CdgParams {
             values: "0|1",
             help: "tolerate losses while the queue is not full (default 0)",
         },
+        ParamInfo {
+            key: "cwr",
+            values: "kernel|own",
+            help: "backoff's CWR: the kernel's (PRR over a round trip) or the BPF port's (cwnd cut at once) (default kernel)",
+        },
     ];
 
     fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
@@ -150,6 +186,13 @@ impl Params for CdgParams {
             "use_ineff" => self.use_ineff = int_value(key, v, 0, u16::MAX as u32)?,
             "use_shadow" => self.use_shadow = flag(v)?,
             "use_tolerance" => self.use_tolerance = flag(v)?,
+            "cwr" => {
+                self.cwr = match v {
+                    "kernel" => CdgCwr::Kernel,
+                    "own" => CdgCwr::Own,
+                    _ => return Err(ParamError::value(key, v)),
+                }
+            }
             _ => return Err(ParamError::unknown(key)),
         }
         Ok(())
@@ -164,6 +207,7 @@ impl Params for CdgParams {
             "use_ineff" => self.use_ineff.to_string(),
             "use_shadow" => (self.use_shadow as u8).to_string(),
             "use_tolerance" => (self.use_tolerance as u8).to_string(),
+            "cwr" => self.cwr.name().to_string(),
             _ => String::new(),
         }
     }
@@ -212,6 +256,10 @@ pub struct CdgState {
     /// HyStart's ACK train: last ACK and start of the train (µs, u32 clock).
     pub last_ack: u32,
     pub round_start: u32,
+    /// `cwr=own`: the port's CWR ends when an ACK passes this.
+    pub cwr_high_seq: u32,
+    /// `cwr=own`: the port's CWR is on.
+    pub in_cwr: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -416,8 +464,46 @@ impl Cdg {
         }
         self.st.shadow_wnd = self.st.shadow_wnd.max(sk.snd_cwnd);
         self.st.state = CDG_BACKOFF;
-        sk.enter_cwr(|sk| self.ssthresh(sk));
+        match self.params.cwr {
+            CdgCwr::Kernel => sk.enter_cwr(|sk| self.ssthresh(sk)),
+            CdgCwr::Own => self.enter_own_cwr(sk),
+        }
         true
+    }
+
+    /// `cdg_enter_cwr()` of cdg.bpf.c: `tcp_enter_cwr()` as far as a BPF
+    /// program can. Once per reduction, the threshold
+    /// `tcp_init_cwnd_reduction()` would set and, at once, the window PRR
+    /// would reach a round trip later; `cong_avoid` holds until an ACK
+    /// passes `snd_nxt` of now. The core's state stays as it was.
+    fn enter_own_cwr(&mut self, sk: &mut Sock) {
+        if sk.icsk_ca_state >= CaState::Cwr || self.st.in_cwr {
+            return;
+        }
+        self.st.cwr_high_seq = sk.snd_nxt;
+        sk.snd_cwnd_cnt = 0;
+        sk.snd_ssthresh = self.ssthresh(sk);
+        if sk.ecn_flags & TCP_ECN_OK != 0 {
+            sk.ecn_flags |= TCP_ECN_QUEUE_CWR;
+        }
+        sk.snd_cwnd = sk.snd_cwnd.min(sk.snd_ssthresh);
+        sk.snd_cwnd_stamp = sk.jiffies;
+        self.st.in_cwr = true;
+    }
+
+    /// `cdg_end_cwr()` of cdg.bpf.c: `tcp_end_cwnd_reduction()` for the
+    /// port's own CWR.
+    fn end_own_cwr(&mut self, sk: &mut Sock) {
+        sk.snd_cwnd = sk.snd_ssthresh;
+        sk.snd_cwnd_stamp = sk.jiffies;
+        self.cwnd_event(sk, CaEvent::CompleteCwr);
+    }
+
+    /// Forgets a draw outcome the replay announced for a `cong_avoid` that
+    /// did not draw, so that it cannot decide a later draw.
+    fn forget_forced_draw(&mut self) {
+        self.expect_state = None;
+        self.expect_backoff_cnt = None;
     }
 
     /// Ends the round: gradient, possibly a backoff. True if it backed off.
@@ -459,6 +545,15 @@ impl CongestionControl for Cdg {
     fn ssthresh(&mut self, sk: &mut Sock) -> u32 {
         let cwnd = sk.snd_cwnd;
         let st = &mut self.st;
+        if st.in_cwr {
+            // cwr=own: the core starts a reduction of its own (a loss)
+            // inside the port's CWR. The kernel, in CWR already, would not
+            // have asked: keep the backoff's threshold and let the core's
+            // reduction take over (it completes with COMPLETE_CWR as CWR
+            // does).
+            st.in_cwr = false;
+            return sk.snd_ssthresh;
+        }
         if st.state == CDG_BACKOFF {
             return (cwnd.wrapping_mul(self.params.backoff_beta.min(1024)) >> 10).max(2);
         }
@@ -473,12 +568,20 @@ impl CongestionControl for Cdg {
     }
 
     fn cong_avoid(&mut self, sk: &mut Sock, ack: u32, acked: u32) {
+        // cwr=own: in CWR the kernel calls no cong_avoid; it leaves CWR when
+        // an ACK passes high_seq, before that ACK's cong_avoid.
+        if self.st.in_cwr {
+            if !after(ack, self.st.cwr_high_seq) {
+                self.forget_forced_draw();
+                return;
+            }
+            self.end_own_cwr(sk);
+        }
         if sk.in_slow_start() && self.params.hystart_detect != 0 {
             self.hystart_update(sk);
         }
         let backed_off = after(ack, self.st.rtt_seq) && self.st.rtt.is_set() && self.end_round(sk);
-        self.expect_state = None;
-        self.expect_backoff_cnt = None;
+        self.forget_forced_draw();
         if backed_off {
             return;
         }
@@ -522,10 +625,13 @@ impl CongestionControl for Cdg {
             CaEvent::CwndRestart => {
                 let mut gradients = core::mem::take(&mut self.st.gradients);
                 gradients.fill(MinMax::default());
+                // Everything but the port's CWR, which idling does not end.
                 self.st = CdgState {
                     gradients,
                     rtt_seq: sk.snd_nxt,
                     shadow_wnd: sk.snd_cwnd,
+                    cwr_high_seq: self.st.cwr_high_seq,
+                    in_cwr: self.st.in_cwr,
                     ..CdgState::default()
                 };
             }
@@ -534,6 +640,7 @@ impl CongestionControl for Cdg {
                 self.st.rtt_seq = sk.snd_nxt;
                 self.st.rtt_prev = self.st.rtt;
                 self.st.rtt = MinMax::default();
+                self.st.in_cwr = false;
             }
             _ => {}
         }
@@ -582,6 +689,11 @@ impl CongestionControl for Cdg {
         ] {
             visit(name, v);
         }
+        // The port's members after struct cdg's, as it lays them out.
+        if self.params.cwr == CdgCwr::Own {
+            visit("cwr_high_seq", s.cwr_high_seq as i64);
+            visit("in_cwr", s.in_cwr as i64);
+        }
     }
 
     fn set_ca(&mut self, name: &str, v: i64) -> bool {
@@ -604,6 +716,8 @@ impl CongestionControl for Cdg {
             "delay_min" => s.delay_min = v as i32,
             "last_ack" => s.last_ack = v as u32,
             "round_start" => s.round_start = v as u32,
+            "cwr_high_seq" if self.params.cwr == CdgCwr::Own => s.cwr_high_seq = v as u32,
+            "in_cwr" if self.params.cwr == CdgCwr::Own => s.in_cwr = v != 0,
             _ => return false,
         }
         true
@@ -954,5 +1068,183 @@ mod tests {
         assert_eq!(c.st.gradients, vec![MinMax::default(); 8]);
         assert_eq!((c.st.rtt_seq, c.st.shadow_wnd), (777, 33));
         assert_eq!(c.st.rtt_prev, MinMax::default());
+    }
+
+    fn own() -> CdgParams {
+        CdgParams {
+            cwr: CdgCwr::Own,
+            ..CdgParams::default()
+        }
+    }
+
+    /// Two rounds at 10 and 12 ms with the second one's draw forced to
+    /// fire: a backoff at cwnd 100 (gradient 2000 us, 16000 extrapolated).
+    fn back_off(params: CdgParams) -> (Cdg, Sock) {
+        let (mut c, mut sk) = cdg(params);
+        sk.ecn_flags = TCP_ECN_OK;
+        sk.set_clock(2_000_000);
+        round(&mut c, &mut sk, 10_000);
+        c.expect_random("backoff_cnt", 1);
+        round(&mut c, &mut sk, 12_000);
+        (c, sk)
+    }
+
+    #[test]
+    fn own_cwr_cuts_cwnd_at_once_and_holds_until_an_ack_passes_the_backoffs_snd_nxt() {
+        let (mut c, mut sk) = back_off(own());
+        // The backoff's round ended at ACK 144,802 with snd_nxt 289,602.
+        assert_eq!(c.st.state, CDG_BACKOFF);
+        assert!(c.st.in_cwr);
+        assert_eq!(c.st.cwr_high_seq, 289_602);
+        assert_eq!(
+            (sk.snd_cwnd, sk.snd_ssthresh, sk.snd_cwnd_cnt),
+            (70, 70, 0),
+            "cwnd cut to 100 * 724 >> 10 at once"
+        );
+        assert_eq!(sk.snd_cwnd_stamp, sk.jiffies);
+        assert_eq!(sk.ecn_flags, TCP_ECN_OK | TCP_ECN_QUEUE_CWR);
+        // The core's state is the core's: no CWR, no prior_cwnd.
+        assert_eq!((sk.icsk_ca_state, sk.prior_cwnd), (CaState::Open, 0));
+        assert_eq!((c.st.shadow_wnd, c.st.backoff_cnt), (100, 1));
+
+        // ACKs up to the backoff's snd_nxt: no growth (100 segments acked
+        // at cwnd 70 would add one), no round, but RTT samples still count.
+        ack(&mut c, &mut sk, 11_000, 2);
+        for a in [200_000, 289_602] {
+            c.cong_avoid(&mut sk, a, 100);
+            assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (70, 0), "ack {a}");
+            assert!(c.st.in_cwr);
+        }
+        assert_eq!(
+            c.st.rtt,
+            MinMax {
+                min: 11_000,
+                max: 11_000
+            }
+        );
+        assert_eq!(c.st.rtt_seq, 289_602);
+
+        // The next ACK ends it as tcp_end_cwnd_reduction() does: cwnd to
+        // ssthresh (the core had lowered it to 60), COMPLETE_CWR (state
+        // UNKNOWN, the round restarts from snd_nxt), then this ACK's own
+        // congestion avoidance.
+        sk.snd_cwnd = 60;
+        sk.snd_nxt = 500_000;
+        sk.set_clock(2_100_000);
+        c.cong_avoid(&mut sk, 289_603, 1);
+        assert!(!c.st.in_cwr);
+        assert_eq!(c.st.state, CDG_UNKNOWN);
+        assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (70, 1));
+        assert_eq!(sk.snd_cwnd_stamp, sk.jiffies);
+        assert_eq!(c.st.rtt_seq, 500_000);
+        assert_eq!(
+            c.st.rtt_prev,
+            MinMax {
+                min: 11_000,
+                max: 11_000
+            }
+        );
+        assert_eq!(c.st.rtt, MinMax::default());
+        // Growth is Reno's again: 69 more segments make 71.
+        c.cong_avoid(&mut sk, 289_604, 69);
+        assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (71, 0));
+    }
+
+    #[test]
+    fn own_and_kernel_cwr_set_the_same_threshold_and_differ_in_the_window() {
+        let (kc, ksk) = back_off(CdgParams::default());
+        let (oc, osk) = back_off(own());
+        assert_eq!(ksk.snd_ssthresh, osk.snd_ssthresh);
+        assert_eq!((ksk.snd_cwnd, osk.snd_cwnd), (100, 70));
+        assert_eq!(
+            (ksk.icsk_ca_state, osk.icsk_ca_state),
+            (CaState::Cwr, CaState::Open)
+        );
+        assert_eq!((ksk.prior_cwnd, ksk.high_seq), (100, 289_602));
+        assert!(!kc.st.in_cwr && oc.st.in_cwr);
+        // The kernel's variant names no members it does not have.
+        let names = |c: &Cdg| {
+            let mut v = Vec::new();
+            c.visit_ca(&mut |n, x| v.push((n, x)));
+            v
+        };
+        let (k, o) = (names(&kc), names(&oc));
+        assert_eq!(k.len(), 17);
+        assert_eq!(
+            o[..17].iter().map(|p| p.0).collect::<Vec<_>>(),
+            k.iter().map(|p| p.0).collect::<Vec<_>>()
+        );
+        assert_eq!(&o[17..], &[("cwr_high_seq", 289_602), ("in_cwr", 1)]);
+        let mut kc = kc;
+        assert!(!kc.set_ca("in_cwr", 1));
+    }
+
+    #[test]
+    fn a_loss_inside_own_cwr_keeps_the_backoffs_threshold() {
+        let (mut c, mut sk) = back_off(own());
+        // The core enters Recovery: its tcp_init_cwnd_reduction() asks.
+        assert_eq!(c.ssthresh(&mut sk), 70, "not 70 * 724 >> 10 = 49");
+        assert!(!c.st.in_cwr);
+        assert_eq!(c.st.shadow_wnd, 100, "a loss did not halve the shadow");
+        // The core's reduction owns the window now: cong_avoid grows again
+        // once the core calls it.
+        sk.icsk_ca_state = CaState::Recovery;
+        c.cwnd_event(&mut sk, CaEvent::CompleteCwr);
+        sk.icsk_ca_state = CaState::Open;
+        sk.snd_cwnd = 70;
+        sk.snd_cwnd_cnt = 69;
+        c.cong_avoid(&mut sk, 1, 1);
+        assert_eq!(sk.snd_cwnd, 71);
+        // A second loss is CDG's ordinary one.
+        c.st.state = CDG_UNKNOWN;
+        assert_eq!(c.ssthresh(&mut sk), 50, "the shadow, halved");
+    }
+
+    #[test]
+    fn own_cwr_is_entered_once_and_not_inside_the_cores_reduction() {
+        for state in [CaState::Cwr, CaState::Recovery, CaState::Loss] {
+            let (mut c, mut sk) = cdg(own());
+            sk.icsk_ca_state = state;
+            sk.snd_ssthresh = 80;
+            c.st.state = CDG_BACKOFF;
+            c.enter_own_cwr(&mut sk);
+            assert_eq!((sk.snd_cwnd, sk.snd_ssthresh), (100, 80), "{state:?}");
+            assert!(!c.st.in_cwr);
+        }
+        let (mut c, mut sk) = back_off(own());
+        sk.snd_nxt = 1;
+        c.enter_own_cwr(&mut sk);
+        assert_eq!((sk.snd_cwnd, c.st.cwr_high_seq), (70, 289_602));
+    }
+
+    #[test]
+    fn restart_after_idle_keeps_the_own_cwr() {
+        let (mut c, mut sk) = back_off(own());
+        sk.snd_nxt = 999;
+        c.cwnd_event(&mut sk, CaEvent::CwndRestart);
+        assert_eq!((c.st.in_cwr, c.st.cwr_high_seq), (true, 289_602));
+        assert_eq!(
+            (c.st.state, c.st.rtt_seq, c.st.backoff_cnt),
+            (CDG_UNKNOWN, 999, 0)
+        );
+    }
+
+    #[test]
+    fn the_cwr_parameter_parses_and_prints_canonically() {
+        use crate::spec::Algorithm;
+        let spec = |s: &str| {
+            s.parse::<Algorithm>()
+                .map(|a| a.spec())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(spec("cdg:cwr=kernel").unwrap(), "cdg");
+        assert_eq!(
+            spec("cdg:cwr=own:window=4").unwrap(),
+            "cdg:window=4:cwr=own"
+        );
+        assert_eq!(
+            spec("cdg:cwr=port").unwrap_err(),
+            "`port` is not a valid value for `cwr` of cdg; expected kernel|own"
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! Properties over arbitrary hook sequences, for every algorithm: no panic
 //! (tests build with overflow checks), cwnd within [1, clamp], ssthresh
-//! never below 2, loss-based growth never shrinks the window, undo never
-//! lowers it.
+//! never below 2, loss-based growth never shrinks the window (CDG's own
+//! CWR shrinks it only to ssthresh), undo never lowers it.
 
+use kleinrock_cc::cdg::CdgCwr;
 use kleinrock_cc::cubic::cubic_root;
 use kleinrock_cc::{AckSample, Algorithm, CaEvent, CaState, CongestionControl, RateSample, Sock};
 use proptest::prelude::*;
@@ -30,6 +31,8 @@ const SPECS: &[&str] = &[
     "cdg:use_tolerance=1:use_shadow=0",
     "cdg:window=1:hystart_detect=2:backoff_factor=1000",
     "cdg:window=256:use_ineff=0:backoff_beta=0",
+    "cdg:cwr=own",
+    "cdg:cwr=own:window=1:use_ineff=0:backoff_factor=1000:use_tolerance=1",
     "dctcp:shift_g=0:alpha_on_init=0",
     "dctcp:shift_g=10",
 ];
@@ -123,6 +126,11 @@ impl Core {
         Ok(())
     }
 
+    /// Is CDG in the CWR of its own (`cwr=own`)?
+    fn in_own_cwr(&self) -> bool {
+        matches!(&self.cc, Algorithm::Cdg(c) if c.state().in_cwr)
+    }
+
     fn set_state(&mut self, s: CaState) {
         self.cc.set_state(&mut self.sk, s);
         self.sk.icsk_ca_state = s;
@@ -188,12 +196,25 @@ impl Core {
                     self.check("cong_control")?;
                 } else if !matches!(self.sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
                     let before = self.sk.snd_cwnd;
+                    let was_in_own_cwr = self.in_own_cwr();
                     self.cc.cong_avoid(&mut self.sk, self.seq, acked);
                     self.check("cong_avoid")?;
+                    let (cwnd, ssthresh) = (self.sk.snd_cwnd, self.sk.snd_ssthresh);
                     // Loss-based growth never shrinks the window; delay-based
-                    // Vegas does, by design.
-                    if self.cc.name() != "vegas" {
-                        prop_assert!(self.sk.snd_cwnd >= before, "cong_avoid shrank cwnd");
+                    // Vegas does, by design. CDG's own CWR cuts it to
+                    // ssthresh at a backoff, and sets it to ssthresh when it
+                    // ends (growth may follow on the same ACK).
+                    let own_cwr =
+                        matches!(&self.cc, Algorithm::Cdg(c) if c.params().cwr == CdgCwr::Own);
+                    if own_cwr && cwnd < before {
+                        let began = self.in_own_cwr() && cwnd == ssthresh;
+                        let ended = was_in_own_cwr && !self.in_own_cwr() && cwnd >= ssthresh;
+                        prop_assert!(
+                            began || ended,
+                            "own CWR: cwnd {before} -> {cwnd}, ssthresh {ssthresh}"
+                        );
+                    } else if self.cc.name() != "vegas" {
+                        prop_assert!(cwnd >= before, "cong_avoid shrank cwnd");
                     }
                 }
             }
