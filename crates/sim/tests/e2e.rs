@@ -899,6 +899,87 @@ fn a_simulated_cdg_flow_replays_exactly_backoff_draws_included() {
     assert!(!other.agrees(), "backoff_beta left no mark");
 }
 
+/// Rows of a CDG trace where the BPF port's own CWR begins (`in_cwr` 0 to
+/// 1) and where it ends (1 to 0).
+fn own_cwr_edges(path: &std::path::Path) -> (u32, u32) {
+    let mut t = kleinrock_trace::TraceReader::open(path).unwrap();
+    let (pre, post) = (
+        t.column("pre_ca_in_cwr").expect("pre_ca_in_cwr"),
+        t.column("post_ca_in_cwr").expect("post_ca_in_cwr"),
+    );
+    let (mut began, mut ended) = (0, 0);
+    while t.next_row().unwrap().is_some() {
+        match (t.cells()[pre], t.cells()[post]) {
+            (Some(0), Some(1)) => began += 1,
+            (Some(1), Some(0)) => ended += 1,
+            _ => {}
+        }
+    }
+    (began, ended)
+}
+
+#[test]
+fn cdg_with_the_ports_own_cwr_backs_off_without_the_cores_cwr_and_replays_exactly() {
+    // cwr=own is the BPF port's CWR: the window is cut at the backoff and
+    // the core stays Open. Seed 002's testbed, as above.
+    let path =
+        std::env::temp_dir().join(format!("kleinrock-cdg-own-{}.csv.gz", std::process::id()));
+    let mut f = flow("cdg:cwr=own", 40);
+    f.trace = Some(path.clone());
+    let mut c = dumbbell(10_000_000, 84, 0, 30, vec![f]);
+    c.sample_interval = 10 * MS;
+    let r = run(c);
+    assert!(
+        r.flow_series.iter().all(|s| s.ca_state == "Open"),
+        "the core reduced"
+    );
+    assert_eq!(r.flows[0].retransmits, 0);
+    assert!(
+        r.flows[0].goodput_bps > 7e6,
+        "{} bit/s",
+        r.flows[0].goodput_bps
+    );
+    let (began, ended) = own_cwr_edges(&path);
+    assert!(began > 5, "{began} backoffs");
+    assert!(began - ended <= 1, "{began} begun, {ended} ended");
+    let replay = |spec: &str| {
+        kleinrock_trace::replay(&path, spec.parse().unwrap(), 250, &mut |_| {}).unwrap()
+    };
+    let report = replay("cdg:cwr=own");
+    let kernel = replay("cdg");
+    std::fs::remove_file(&path).ok();
+    assert!(report.agrees(), "{report}");
+    assert!(!kernel.agrees(), "the two CWRs left the same trace");
+}
+
+#[test]
+fn both_cdg_cwrs_run_through_loss_ecn_and_idle() {
+    // Random loss, CE marks and responses after think time take each CWR
+    // through the core's own reductions, ECN's CWR flag and restarts after
+    // idle, beside a bulk flow.
+    use kleinrock_sim::world::RequestResponse;
+    for spec in ["cdg", "cdg:cwr=own", "cdg:cwr=own:window=1:use_tolerance=1"] {
+        let mut rr = flow(spec, 20);
+        rr.request_response = Some(RequestResponse {
+            request_bytes: 152,
+            response_segments: 200,
+            think: 300 * MS,
+        });
+        let mut c = dumbbell(20_000_000, 60, 2_000, 20, vec![flow(spec, 40), rr]);
+        c.ecn = true;
+        c.links[0].queue = QueueConfig::Fifo {
+            limit: Limit::Packets(60),
+            mark_at: Some(8),
+        };
+        let r = run(c);
+        let (bulk, rr) = (&r.flows[0], &r.flows[1]);
+        assert!(bulk.goodput_bps > 2e6, "{spec}: {} bit/s", bulk.goodput_bps);
+        assert!(bulk.recoveries > 0, "{spec}: no loss recovery");
+        assert!(rr.responses > 20, "{spec}: {} responses", rr.responses);
+        assert!(r.links[0].marks > 0, "{spec}: no marks");
+    }
+}
+
 /// Jain's fairness index of two shares.
 fn jain2(a: f64, b: f64) -> f64 {
     (a + b) * (a + b) / (2.0 * (a * a + b * b))

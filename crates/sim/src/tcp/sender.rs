@@ -428,7 +428,10 @@ impl Sender {
             flags: 0,
         });
         let mut p = self.packet(seq, false);
-        if self.ecn_cwr_pending {
+        // tcp_ecn_send(): the core's reductions set ecn_cwr_pending; an
+        // algorithm that reduces on its own (CDG's cwr=own) queues CWR in
+        // ecn_flags, as a BPF program must.
+        if self.ecn_cwr_pending || self.sk.ecn_flags & TCP_ECN_QUEUE_CWR != 0 {
             p.cwr = true;
             self.ecn_cwr_pending = false;
             self.sk.ecn_flags &= !TCP_ECN_QUEUE_CWR;
