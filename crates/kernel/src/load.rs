@@ -433,6 +433,7 @@ fn load_cdg(name: &str, p: &CdgParams) -> Result<Link, Error> {
     ro.use_ineff = p.use_ineff;
     ro.use_shadow = p.use_shadow as u32;
     ro.use_tolerance = p.use_tolerance as u32;
+    // p.cwr has no counterpart: the program always runs its own CWR.
     let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
     let m = &mut skel.maps;
     register(

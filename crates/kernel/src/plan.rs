@@ -45,9 +45,14 @@
 //! `kr_cubic_b768`, `reno:hystart=hspp` is `kr_reno_hspp` and
 //! `dctcp:shift_g=2` is `kr_dctcp_g2`. A derived name longer than 15 bytes
 //! is refused with a hint to choose one with `--name`.
+//!
+//! CDG's `cwr` parameter adds no token: the port can run only a CWR of its
+//! own (no kfunc for `tcp_enter_cwr()`, see docs/KERNEL.md), so `cdg`,
+//! `cdg:cwr=kernel` and `cdg:cwr=own` all load the same program as
+//! `kr_cdg`, planned, listed and replayed as `cdg:cwr=own`, what it runs.
 
 use crate::Error;
-use kleinrock_cc::cdg::CdgParams;
+use kleinrock_cc::cdg::{Cdg, CdgCwr, CdgParams};
 use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
 use kleinrock_cc::dctcp::DctcpParams;
 use kleinrock_cc::htcp::HtcpParams;
@@ -170,9 +175,16 @@ pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
             (Port::Vegas(p), vegas_tokens(&p))
         }
         Algorithm::Cdg(c) => {
-            let p = *c.params();
+            let p = CdgParams {
+                cwr: CdgCwr::Own,
+                ..*c.params()
+            };
             (Port::Cdg(p), cdg_tokens(&p))
         }
+    };
+    let canonical = match &port {
+        Port::Cdg(_) => port.reference_spec(&canonical),
+        _ => canonical,
     };
     let name = match name {
         Some(n) => {
@@ -231,6 +243,12 @@ impl Port {
     pub fn reference_spec(&self, spec: &str) -> String {
         match self {
             Port::Native(n) => n.kernel_name().to_string(),
+            // Whatever the spec says, the port runs its own CWR.
+            Port::Cdg(p) => Algorithm::Cdg(Cdg::new(CdgParams {
+                cwr: CdgCwr::Own,
+                ..*p
+            }))
+            .spec(),
             _ => spec.to_string(),
         }
     }
@@ -527,16 +545,43 @@ mod tests {
         assert_eq!(name_of("cdg:use_tolerance=1:window=4"), "kr_cdg_w4_tol");
         assert!(name_of("cdg:window=3").contains("`3` is not a valid value for `window`"));
         let p = plan("cdg:use_shadow=0:window=1:hystart_detect=0", Some("kr_c1")).unwrap();
-        assert_eq!(p.spec, "cdg:window=1:hystart_detect=0:use_shadow=0");
+        assert_eq!(p.spec, "cdg:window=1:hystart_detect=0:use_shadow=0:cwr=own");
         assert_eq!(
             p.port,
             Port::Cdg(CdgParams {
                 window: 1,
                 hystart_detect: 0,
                 use_shadow: false,
+                cwr: CdgCwr::Own,
                 ..CdgParams::default()
             })
         );
+    }
+
+    #[test]
+    fn cdg_loads_its_own_cwr_whatever_the_spec_says() {
+        // The port cannot enter the kernel's CWR: every cwr loads the same
+        // program under the same name, planned and replayed as cwr=own.
+        for spec in ["cdg", "cdg:cwr=kernel", "cdg:cwr=own"] {
+            let p = plan(spec, None).unwrap();
+            assert_eq!(
+                (p.name.as_str(), p.spec.as_str()),
+                ("kr_cdg", "cdg:cwr=own"),
+                "{spec}"
+            );
+            assert_eq!(p.port.reference_spec(&p.spec), "cdg:cwr=own");
+            // A spec recorded by an older kleinrock (`cdg`) replays right too.
+            assert_eq!(p.port.reference_spec("cdg"), "cdg:cwr=own");
+        }
+        let p = plan("cdg:cwr=kernel:window=16", None).unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.spec.as_str()),
+            ("kr_cdg_w16", "cdg:window=16:cwr=own")
+        );
+        assert!(name_of("cdg:cwr=prr").contains("`prr` is not a valid value for `cwr` of cdg"));
+        // Other ports replay with the spec they were loaded with.
+        let p = plan("vegas:alpha=1", None).unwrap();
+        assert_eq!(p.port.reference_spec(&p.spec), "vegas:alpha=1");
     }
 
     #[test]

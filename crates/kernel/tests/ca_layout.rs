@@ -38,6 +38,7 @@ fn every_port_names_the_members_the_rust_reference_visits() {
         "htcp",
         "vegas",
         "cdg",
+        "cdg:cwr=own",
     ];
     for spec in specs {
         let p = plan(spec, None).unwrap();

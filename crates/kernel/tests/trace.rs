@@ -19,6 +19,7 @@ use kleinrock_cc::Algorithm;
 use kleinrock_kernel::pins::Paths;
 use kleinrock_kernel::plan::plan;
 use kleinrock_kernel::trace::{run, Request};
+use kleinrock_trace::TraceReader;
 
 /// An `iperf3 -s -1`, killed when dropped so that a failing test leaves no
 /// server behind.
@@ -149,5 +150,131 @@ fn kernel_traces_replay_into_the_rust_reference_with_zero_divergence() {
     for (_, name) in ports {
         let _ = Paths::system().unload(name, Duration::from_secs(2));
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Unloads a test instance when dropped, so that a failing test leaves
+/// nothing loaded.
+struct Loaded(&'static str);
+
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        let _ = Paths::system().unload(self.0, Duration::from_secs(2));
+    }
+}
+
+/// The rows of a kr_cdg trace where the port's own CWR begins (`in_cwr` 0
+/// to 1, cwnd cut to the new ssthresh within the same `cong_avoid`) and
+/// where it ends (1 to 0).
+fn own_cwr_edges(path: &Path) -> (u32, u32) {
+    let mut t = TraceReader::open(path).unwrap();
+    let col = |t: &TraceReader, name: &str| t.column(name).unwrap_or_else(|| panic!("{name}"));
+    let [hook, pre, post, pre_cwnd, cwnd, ssthresh] = [
+        "hook",
+        "pre_ca_in_cwr",
+        "post_ca_in_cwr",
+        "pre_snd_cwnd",
+        "post_snd_cwnd",
+        "post_snd_ssthresh",
+    ]
+    .map(|c| col(&t, c));
+    let (mut began, mut ended) = (0, 0);
+    while let Some(row) = t.next_row().unwrap() {
+        let c = t.cells();
+        match (c[pre], c[post]) {
+            (Some(0), Some(1)) => {
+                assert_eq!(t.text(hook), "cong_avoid", "row {}", row.index);
+                assert_eq!(
+                    c[cwnd], c[ssthresh],
+                    "row {}: cwnd not cut to ssthresh",
+                    row.index
+                );
+                assert!(c[cwnd] < c[pre_cwnd], "row {}: cwnd not cut", row.index);
+                began += 1;
+            }
+            (Some(1), Some(0)) => ended += 1,
+            _ => {}
+        }
+    }
+    (began, ended)
+}
+
+/// A kr_cdg connection through a queue that only grows (a 50 Mbit/s tbf on
+/// loopback, in a network namespace of the test's own that vanishes with
+/// its thread) backs off on the delay gradient, running the port's own
+/// CWR; its trace replays with zero divergence against `cdg:cwr=own`, the
+/// spec the trace session names, and diverges from the kernel's CWR
+/// (`cdg`).
+#[test]
+fn a_cdg_backoff_replays_against_the_ports_own_cwr() {
+    if let Some(why) = common::skip_reason().or_else(common::missing_tools) {
+        eprintln!("cdg backoff trace test skipped: {why}");
+        return;
+    }
+    if !common::have_iperf3("cdg backoff trace test") {
+        return;
+    }
+    const NAME: &str = "krt_tr_cdgq";
+    let _ = Paths::system().unload(NAME, Duration::from_secs(2));
+    kleinrock_kernel::load(&plan("cdg", Some(NAME)).unwrap()).unwrap_or_else(|e| panic!("{e}"));
+    let _loaded = Loaded(NAME);
+    let dir = std::env::temp_dir().join(format!("kleinrock-cdg-backoff-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("cdg.csv.gz");
+    let trace_out = out.clone();
+    // The struct_ops algorithm is global; the path, the server and the
+    // traced command (spawned from this thread) are the namespace's.
+    let report = common::in_new_netns(&[], move || {
+        common::bottleneck_loopback(50);
+        let port = common::free_port();
+        let _server = iperf3_server(port);
+        // -w keeps the queue below the smallest RTO, so no timer fires.
+        let command: Vec<String> = [
+            "sh".to_string(),
+            "-c".to_string(),
+            format!("iperf3 -c 127.0.0.1 -p {port} -t 3 -w 256K -C \"$KLEINROCK_CC\" >/dev/null"),
+        ]
+        .into();
+        run(
+            &Request {
+                cc: NAME,
+                out: &trace_out,
+                command: Some(&command),
+            },
+            &mut |_, _| {},
+        )
+    })
+    .unwrap_or_else(|e| panic!("trace {NAME}: {e}"));
+    assert!(
+        report.command_status.is_some_and(|s| s.success()),
+        "iperf3 failed"
+    );
+    assert_eq!(report.replay_spec, "cdg:cwr=own");
+    assert_eq!(report.lost, 0, "records lost");
+    assert_eq!(report.summary.undecodable, 0, "{:?}", report.summary);
+    let sender = report
+        .summary
+        .files
+        .iter()
+        .max_by_key(|f| f.rows)
+        .unwrap_or_else(|| panic!("no connection traced: {:?}", report.summary));
+    let (began, ended) = own_cwr_edges(&sender.path);
+    eprintln!(
+        "{NAME}: {} rows, {began} backoffs into the port's CWR, {ended} ended",
+        sender.rows
+    );
+    assert!(began >= 1, "no backoff in {} rows", sender.rows);
+    assert!(ended + 1 >= began, "{began} begun, {ended} ended");
+    let replay = |spec: &str| {
+        kleinrock_trace::replay(&sender.path, spec.parse().unwrap(), report.hz, &mut |_| {})
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let own = replay(&report.replay_spec);
+    assert!(own.agrees(), "{own}");
+    let kernel = replay("cdg");
+    assert!(
+        !kernel.agrees(),
+        "the kernel's CWR replays a backoff of the port's"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

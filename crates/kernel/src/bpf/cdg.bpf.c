@@ -38,8 +38,10 @@
  *   then what tcp_end_cwnd_reduction() does, COMPLETE_CWR included. The
  *   core's own state stays Open meanwhile; a reduction the core starts
  *   itself (a loss) takes over. This differs in result from the kernel
- *   (the flight drops at once rather than over one RTT) and from the Rust
- *   reference, which models tcp_enter_cwr().
+ *   (the flight drops at once rather than over one RTT). The Rust
+ *   reference runs the same CWR with cdg:cwr=own (enter_own_cwr(),
+ *   end_own_cwr()), the spec this port's traces replay against; its
+ *   default, cwr=kernel, models tcp_enter_cwr().
  * - Signed divisions are written with unsigned ones (sdiv()): BPF before
  *   ISA v4 has none.
  * - get_random_u32() is bpf_get_prandom_u32(). A trace cannot replay the
