@@ -65,18 +65,25 @@ pub struct DelayStats {
     pub overflow_drops: u64,
     /// Packets the kernel refused when they were written back.
     pub write_errors: u64,
+    /// How long after its release time the latest packet was written
+    /// back: the delay line's own error, on top of the configured delay.
+    pub late_max: Duration,
+    /// The same, summed over every packet forwarded (divide by
+    /// `forwarded` for the mean).
+    pub late_total: Duration,
 }
 
-impl std::ops::Add for DelayStats {
-    type Output = DelayStats;
-
-    fn add(self, o: DelayStats) -> DelayStats {
+impl DelayStats {
+    /// Both directions' counters as one (`late_max` the larger).
+    pub(crate) fn merge(self, o: DelayStats) -> DelayStats {
         DelayStats {
             forwarded: self.forwarded + o.forwarded,
             ce_marked: self.ce_marked + o.ce_marked,
             queue_drops: self.queue_drops + o.queue_drops,
             overflow_drops: self.overflow_drops + o.overflow_drops,
             write_errors: self.write_errors + o.write_errors,
+            late_max: self.late_max.max(o.late_max),
+            late_total: self.late_total + o.late_total,
         }
     }
 }
@@ -88,6 +95,8 @@ struct Counters {
     queue_drops: AtomicU64,
     overflow_drops: AtomicU64,
     write_errors: AtomicU64,
+    late_max_ns: AtomicU64,
+    late_total_ns: AtomicU64,
 }
 
 impl Counters {
@@ -102,6 +111,8 @@ impl Counters {
             queue_drops: self.queue_drops.load(Ordering::Relaxed),
             overflow_drops: self.overflow_drops.load(Ordering::Relaxed),
             write_errors: self.write_errors.load(Ordering::Relaxed),
+            late_max: Duration::from_nanos(self.late_max_ns.load(Ordering::Relaxed)),
+            late_total: Duration::from_nanos(self.late_total_ns.load(Ordering::Relaxed)),
         }
     }
 }
@@ -252,7 +263,7 @@ fn forward(
         let mut backlog = false;
         for (lane, (queue, tun)) in lanes.iter_mut().zip(tuns).enumerate() {
             let counters = &shared.counters[lane];
-            release_due(queue, tun.as_raw_fd(), now(), counters);
+            release_due(queue, tun.as_raw_fd(), counters);
             let delay = shared.delay_ns[lane].load(Ordering::Relaxed);
             backlog |= read_arrivals(queue, tun.as_raw_fd(), &mut scratch, delay, counters)
                 .map_err(|e| format!("the delay line cannot read {}: {e}", TUNS[lane]))?;
@@ -270,16 +281,21 @@ fn forward(
     }
 }
 
-fn release_due(lane: &mut Lane, tun: RawFd, now: u64, counters: &Counters) {
-    while let Some(packet) = lane.due(now) {
+fn release_due(lane: &mut Lane, tun: RawFd, counters: &Counters) {
+    let mut at = now();
+    while let Some(packet) = lane.due(at) {
         // SAFETY: writes the packet's bytes, which live across the call.
         let n = unsafe { libc::write(tun, packet.as_ptr().cast(), packet.len()) };
-        Counters::bump(if n == packet.len() as isize {
-            &counters.forwarded
+        if n == packet.len() as isize {
+            Counters::bump(&counters.forwarded);
+            let late = at - lane.next_release().unwrap_or(at);
+            counters.late_max_ns.fetch_max(late, Ordering::Relaxed);
+            counters.late_total_ns.fetch_add(late, Ordering::Relaxed);
         } else {
-            &counters.write_errors
-        });
+            Counters::bump(&counters.write_errors);
+        }
         lane.pop();
+        at = now();
     }
 }
 

@@ -94,6 +94,17 @@ impl Lab {
         for end in [&sender, &receiver] {
             end.sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
         }
+        // The lab is IPv4; without IPv6 its links carry no router
+        // solicitations or MLD reports, only what a test sends. Best
+        // effort: a kernel without IPv6 has nothing to turn off.
+        for n in [&sender, &router, &receiver] {
+            for key in [
+                "net.ipv6.conf.all.disable_ipv6",
+                "net.ipv6.conf.default.disable_ipv6",
+            ] {
+                let _ = n.sysctl(key, "1");
+            }
+        }
 
         for (end, end_if, router_if) in [
             (&sender, SENDER_IF, ROUTER_SENDER_SIDE_IF),
@@ -255,7 +266,7 @@ impl Lab {
             .lanes()
             .iter()
             .map(|&lane| self.delay.stats(lane))
-            .fold(DelayStats::default(), |a, b| a + b)
+            .fold(DelayStats::default(), DelayStats::merge)
     }
 
     /// Fails if the delay line has stopped (it stops only on an error it

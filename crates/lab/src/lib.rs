@@ -104,3 +104,16 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    /// Tests share a lab between threads (one toggles the blackhole while
+    /// another sends).
+    #[test]
+    fn a_lab_can_be_shared_between_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<crate::Lab>();
+        shareable::<crate::Node>();
+        shareable::<crate::Error>();
+    }
+}

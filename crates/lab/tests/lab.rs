@@ -67,20 +67,29 @@ struct Ping {
 /// Runs ping in `from` with `args` (count, interval...) and reads its
 /// summary.
 fn ping(from: &Node, to: Ipv4Addr, args: &[&str]) -> Ping {
-    let out = from
-        .command("ping")
-        .args(["-q", "-n", "-W", "1"])
-        .args(args)
-        .arg(to.to_string())
+    let out = ping_command(from, to, args)
         .output()
         .expect("ping is installed (apt-get install iputils-ping)");
-    let text = String::from_utf8_lossy(&out.stdout);
+    parse_ping(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn ping_command(from: &Node, to: Ipv4Addr, args: &[&str]) -> Command {
+    let mut cmd = from.command("ping");
+    cmd.args(["-q", "-n", "-W", "1"])
+        .args(args)
+        .arg(to.to_string());
+    cmd
+}
+
+/// ping's closing lines: "N packets transmitted, M received, ..." and
+/// "rtt min/avg/max/mdev = a/b/c/d ms" (absent when nothing came back).
+fn parse_ping(text: &str) -> Ping {
     let counts = text
         .lines()
         .find(|l| l.contains("packets transmitted"))
         .unwrap_or_else(|| panic!("no summary from ping: {text}"));
+    let words: Vec<&str> = counts.split([' ', ',']).filter(|w| !w.is_empty()).collect();
     let number_before = |word: &str| -> u32 {
-        let words: Vec<&str> = counts.split([' ', ',']).filter(|w| !w.is_empty()).collect();
         let at = words.iter().position(|w| *w == word).unwrap();
         words[at - 1].parse().unwrap()
     };
@@ -223,38 +232,27 @@ fn the_delay_holds_under_a_100_mbit_flow() {
     let Some(lab) = lab(&delay_both_ways(10)) else {
         return;
     };
-    let pinger = {
-        let cmd = lab
-            .sender()
-            .command("ping")
-            .args(["-q", "-n", "-c", "40", "-i", "0.04"])
-            .arg(RECEIVER_ADDR.to_string())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::spawn(move || cmd.wait_with_output().unwrap())
-    };
+    let pinger = ping_command(lab.sender(), RECEIVER_ADDR, &["-c", "40", "-i", "0.04"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let t = bulk(&lab, 2.0, Some(100e6));
-    let out = pinger.join().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rtt = text.lines().find(|l| l.starts_with("rtt ")).unwrap();
-    let values: Vec<f64> = rtt
-        .split(" = ")
-        .nth(1)
-        .unwrap()
-        .split([' ', '/'])
-        .take(3)
-        .map(|v| v.parse().unwrap())
-        .collect();
+    let p = parse_ping(&String::from_utf8_lossy(
+        &pinger.wait_with_output().unwrap().stdout,
+    ));
     let goodput = t.goodput_after(Duration::from_millis(500));
     let stats = lab.delay_stats(Direction::Both);
+    let mean_late = stats.late_total / stats.forwarded as u32;
     eprintln!(
-        "100 Mbit/s paced: goodput {:.1} Mbit/s, ping min/avg/max {values:?} ms, {stats:?}",
+        "100 Mbit/s paced: goodput {:.1} Mbit/s, {p:?}, delay line late by {mean_late:?} on average, \
+         {stats:?}",
         goodput / 1e6
     );
     assert_eq!(t.received(), t.sent);
     assert!((goodput - 100e6).abs() < 10e6, "{goodput}");
-    assert!(values[0] >= 20.0 && values[1] < 22.0, "{rtt}");
+    assert_eq!(p.received, p.sent, "{p:?}");
+    assert!(p.min_ms >= 20.0 && p.avg_ms < 22.0, "{p:?}");
+    assert!(mean_late < Duration::from_millis(1), "{stats:?}");
     assert_eq!(
         (stats.overflow_drops, stats.write_errors),
         (0, 0),
@@ -509,6 +507,48 @@ fn a_panicking_test_leaves_no_namespace_behind() {
         Some(libc::SIGKILL),
         "the server outlived its lab"
     );
+}
+
+#[test]
+fn a_lab_that_fails_half_way_removes_what_it_built() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let before = host_interfaces();
+    // Valid to the lab, refused by tc: tbf cannot hold a millisecond of it.
+    let absurd = Link {
+        rate_bps: Some(u64::MAX),
+        ..Link::default()
+    };
+    let e = Lab::new(&LabConfig::symmetric(absurd)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Failed);
+    let message = e.to_string();
+    assert!(
+        message.starts_with(
+            "`tc qdisc replace dev rtr-rcv root handle 1: tbf rate 18446744073709551615bit"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("failed: tbf: illegal value for \"burst\""),
+        "{message}"
+    );
+    // The sentence names the router's namespace, which is gone with the
+    // other two.
+    let router = message
+        .split_whitespace()
+        .find(|w| w.starts_with("krlab-"))
+        .unwrap();
+    let id = router.strip_suffix("-rtr").unwrap();
+    for role in ["snd", "rtr", "rcv"] {
+        assert!(
+            !netns_exists(&format!("{id}-{role}")),
+            "{id}-{role} survived"
+        );
+    }
+    assert_eq!(host_interfaces(), before);
 }
 
 #[test]
