@@ -70,130 +70,27 @@ impl Lab {
         let _ = sweep::sweep();
         let id = sweep::next_id();
         let node = |role: &str, addr| Node::create(format!("{id}-{role}"), addr, &tools);
+        // From here on, a failure drops what exists so far, in reverse
+        // order: the delay line stops, then each namespace goes.
         let sender = node(sweep::ROLES[0], SENDER_ADDR)?;
         let router = node(sweep::ROLES[1], ROUTER_SENDER_SIDE_ADDR)?;
         let receiver = node(sweep::ROLES[2], RECEIVER_ADDR)?;
-        let ip = |n: &Node, args: &str| {
-            let words: Vec<&str> = args.split_whitespace().collect();
-            n.exec(&tools.ip, &words, None)
-        };
-
-        // Before any device exists, so that every device inherits them:
-        // the router forwards and does not drop what it reads back from a
-        // TUN for arriving on an interface it would not route the source
-        // to.
-        for (key, value) in [
-            ("net.ipv4.ip_forward", "1"),
-            ("net.ipv4.conf.all.rp_filter", "0"),
-            ("net.ipv4.conf.default.rp_filter", "0"),
-        ] {
-            router.sysctl(key, value)?;
-        }
-        // Each connection starts from the defaults, not from what the last
-        // one to the same address left in the TCP metrics cache.
-        for end in [&sender, &receiver] {
-            end.sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
-        }
-        // The lab is IPv4; without IPv6 its links carry no router
-        // solicitations or MLD reports, only what a test sends. Best
-        // effort: a kernel without IPv6 has nothing to turn off.
-        for n in [&sender, &router, &receiver] {
-            for key in [
-                "net.ipv6.conf.all.disable_ipv6",
-                "net.ipv6.conf.default.disable_ipv6",
-            ] {
-                let _ = n.sysctl(key, "1");
-            }
-        }
-
-        for (end, end_if, router_if) in [
-            (&sender, SENDER_IF, ROUTER_SENDER_SIDE_IF),
-            (&receiver, RECEIVER_IF, ROUTER_RECEIVER_SIDE_IF),
-        ] {
-            ip(
-                end,
-                &format!(
-                    "link add {end_if} type veth peer name {router_if} netns {}",
-                    router.name()
-                ),
-            )?;
-        }
-        for (n, dev, addr) in [
-            (&sender, SENDER_IF, SENDER_ADDR),
-            (&router, ROUTER_SENDER_SIDE_IF, ROUTER_SENDER_SIDE_ADDR),
-            (&router, ROUTER_RECEIVER_SIDE_IF, ROUTER_RECEIVER_SIDE_ADDR),
-            (&receiver, RECEIVER_IF, RECEIVER_ADDR),
-        ] {
-            ip(n, &format!("addr add {addr}/24 dev {dev}"))?;
-            ip(n, &format!("link set {dev} up"))?;
-        }
-        for n in [&sender, &router, &receiver] {
-            ip(n, "link set lo up")?;
-        }
-        ip(
-            &sender,
-            &format!("route add default via {ROUTER_SENDER_SIDE_ADDR}"),
-        )?;
-        ip(
-            &receiver,
-            &format!("route add default via {ROUTER_RECEIVER_SIDE_ADDR}"),
-        )?;
-
-        let tuns = router.run(|| TUNS.map(delay::open_tun))?;
-        let [fwd, rev] = tuns;
-        let tun_error = |lane: usize, e: std::io::Error| {
-            Error::failed(format!(
-                "cannot create TUN device {} in {}: {e}",
-                TUNS[lane],
-                router.name()
-            ))
-        };
-        let tuns = [
-            fwd.map_err(|e| tun_error(0, e))?,
-            rev.map_err(|e| tun_error(1, e))?,
-        ];
-        let delay = DelayLine::start(tuns, [&config.forward, &config.reverse])?;
-        for (lane, (tun, ingress)) in TUNS
-            .iter()
-            .zip([ROUTER_SENDER_SIDE_IF, ROUTER_RECEIVER_SIDE_IF])
-            .enumerate()
-        {
-            // A deep queue in front of the delay line's reader, so that a
-            // moment off the CPU does not drop packets the emulated link
-            // would have carried.
-            ip(
-                &router,
-                &format!("link set {tun} mtu 1500 txqueuelen 4096 up"),
-            )?;
-            ip(
-                &router,
-                &format!("route add default dev {tun} table {}", TABLES[lane]),
-            )?;
-            ip(
-                &router,
-                &format!(
-                    "rule add iif {ingress} lookup {} pref {}",
-                    TABLES[lane], TABLES[lane]
-                ),
-            )?;
-        }
-
-        for (lane, link) in [&config.forward, &config.reverse].into_iter().enumerate() {
+        set_sysctls(&sender, &router, &receiver)?;
+        wire(&tools, &sender, &router, &receiver)?;
+        let delay = start_delay_line(&tools, &router, config)?;
+        let links = [&config.forward, &config.reverse];
+        for (lane, link) in links.into_iter().enumerate() {
             for args in shaper::tc_commands(EGRESS[lane], link) {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 router.exec(&tools.tc, &args, None)?;
             }
         }
-        let drops = [&config.forward, &config.reverse].map(|l| Drops {
+        let drops = links.map(|l| Drops {
             loss: l.loss,
             blackhole: false,
         });
-        router.exec(
-            &tools.iptables_restore,
-            &["-w"],
-            Some(&filter::initial(&drops)),
-        )?;
-
+        let rules = filter::initial(&drops);
+        router.exec(&tools.iptables_restore, &["-w"], Some(&rules))?;
         Ok(Lab {
             delay,
             sender,
@@ -302,4 +199,114 @@ impl std::fmt::Debug for Lab {
             .field("namespaces", &self.namespaces())
             .finish_non_exhaustive()
     }
+}
+
+/// Before any device exists, so that every device inherits them.
+fn set_sysctls(sender: &Node, router: &Node, receiver: &Node) -> Result<(), Error> {
+    // The router forwards, and does not drop what it reads back from a
+    // TUN for arriving on an interface it would not route the source to.
+    for (key, value) in [
+        ("net.ipv4.ip_forward", "1"),
+        ("net.ipv4.conf.all.rp_filter", "0"),
+        ("net.ipv4.conf.default.rp_filter", "0"),
+    ] {
+        router.sysctl(key, value)?;
+    }
+    // Each connection starts from the defaults, not from what the last one
+    // to the same address left in the TCP metrics cache.
+    for end in [sender, receiver] {
+        end.sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
+    }
+    // The lab is IPv4; without IPv6 its links carry no router
+    // solicitations or MLD reports, only what a test sends. Best effort:
+    // a kernel without IPv6 has nothing to turn off.
+    for n in [sender, router, receiver] {
+        for key in [
+            "net.ipv6.conf.all.disable_ipv6",
+            "net.ipv6.conf.default.disable_ipv6",
+        ] {
+            let _ = n.sysctl(key, "1");
+        }
+    }
+    Ok(())
+}
+
+/// `ip` in `n`, its arguments given as one string.
+fn ip(tools: &Tools, n: &Node, args: &str) -> Result<(), Error> {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    n.exec(&tools.ip, &words, None)
+}
+
+/// The veths, made inside the namespaces, their addresses and routes.
+fn wire(tools: &Tools, sender: &Node, router: &Node, receiver: &Node) -> Result<(), Error> {
+    for (end, end_if, router_if) in [
+        (sender, SENDER_IF, ROUTER_SENDER_SIDE_IF),
+        (receiver, RECEIVER_IF, ROUTER_RECEIVER_SIDE_IF),
+    ] {
+        let peer = format!("peer name {router_if} netns {}", router.name());
+        ip(tools, end, &format!("link add {end_if} type veth {peer}"))?;
+    }
+    for (n, dev, addr) in [
+        (sender, SENDER_IF, SENDER_ADDR),
+        (router, ROUTER_SENDER_SIDE_IF, ROUTER_SENDER_SIDE_ADDR),
+        (router, ROUTER_RECEIVER_SIDE_IF, ROUTER_RECEIVER_SIDE_ADDR),
+        (receiver, RECEIVER_IF, RECEIVER_ADDR),
+    ] {
+        ip(tools, n, &format!("addr add {addr}/24 dev {dev}"))?;
+        ip(tools, n, &format!("link set {dev} up"))?;
+    }
+    for n in [sender, router, receiver] {
+        ip(tools, n, "link set lo up")?;
+    }
+    ip(
+        tools,
+        sender,
+        &format!("route add default via {ROUTER_SENDER_SIDE_ADDR}"),
+    )?;
+    ip(
+        tools,
+        receiver,
+        &format!("route add default via {ROUTER_RECEIVER_SIDE_ADDR}"),
+    )
+}
+
+/// Creates the TUNs inside the router, starts the delay line on them, and
+/// routes what arrives on each veth into its direction's TUN.
+fn start_delay_line(tools: &Tools, router: &Node, config: &LabConfig) -> Result<DelayLine, Error> {
+    let [fwd, rev] = router.run(|| TUNS.map(delay::open_tun))?;
+    let tun_error = |lane: usize, e: std::io::Error| {
+        Error::failed(format!(
+            "cannot create TUN device {} in {}: {e}",
+            TUNS[lane],
+            router.name()
+        ))
+    };
+    let tuns = [
+        fwd.map_err(|e| tun_error(0, e))?,
+        rev.map_err(|e| tun_error(1, e))?,
+    ];
+    let delay = DelayLine::start(tuns, [&config.forward, &config.reverse])?;
+    let ingress = [ROUTER_SENDER_SIDE_IF, ROUTER_RECEIVER_SIDE_IF];
+    for (lane, (tun, from)) in TUNS.iter().zip(ingress).enumerate() {
+        let table = TABLES[lane];
+        // A deep queue in front of the delay line's reader, so that a
+        // moment off the CPU does not drop packets the emulated link would
+        // have carried.
+        ip(
+            tools,
+            router,
+            &format!("link set {tun} mtu 1500 txqueuelen 4096 up"),
+        )?;
+        ip(
+            tools,
+            router,
+            &format!("route add default dev {tun} table {table}"),
+        )?;
+        ip(
+            tools,
+            router,
+            &format!("rule add iif {from} lookup {table} pref {table}"),
+        )?;
+    }
+    Ok(delay)
 }
