@@ -2,11 +2,11 @@
 //! emulation, and their removal.
 //!
 //! ```text
-//!  sender (krlab-…-snd)       router (krlab-…-rtr)                  receiver (krlab-…-rcv)
-//!  snd0 192.0.2.2/24 ─veth─ rtr-snd 192.0.2.1   rtr-rcv 198.51.100.1 ─veth─ rcv0 198.51.100.2/24
-//!                              │ iptables loss/blackhole   ▲ tbf (forward rate)
-//!                              └─► dly-fwd ─ delay line ───┘
-//!                              (and the mirror image: rtr-rcv ─► dly-rev ─► rtr-snd, tbf there)
+//!  sender (krlab-…-snd)       router (krlab-…-rtr)                        receiver (krlab-…-rcv)
+//!  snd0 192.0.2.2 ── veth ── rtr-snd 192.0.2.1     198.51.100.1 rtr-rcv ── veth ── rcv0 198.51.100.2
+//!
+//!  forward: snd0 → rtr-snd → krlab-fwd (loss, blackhole) → dly-fwd ⇄ delay line → tbf on rtr-rcv → rcv0
+//!  reverse: rcv0 → rtr-rcv → krlab-rev (loss, blackhole) → dly-rev ⇄ delay line → tbf on rtr-snd → snd0
 //! ```
 //!
 //! The veths are created inside the namespaces (`ip link add … netns X

@@ -12,13 +12,23 @@
 //! there can be used from any thread).
 //!
 //! ```no_run
+//! use std::net::{TcpListener, TcpStream};
 //! use std::time::Duration;
-//! use kleinrock_lab::{Lab, LabConfig, Link};
+//! use kleinrock_lab::{Direction, Lab, LabConfig, Link, Queue, RECEIVER_ADDR};
 //!
-//! let link = Link { delay: Duration::from_millis(20), rate_bps: Some(20_000_000), ..Link::default() };
+//! let link = Link {
+//!     delay: Duration::from_millis(20), // one way: 40 ms RTT
+//!     rate_bps: Some(20_000_000),       // tbf, 20 Mbit/s
+//!     queue: Queue::Packets(100),
+//!     ..Link::default()
+//! };
 //! let lab = Lab::new(&LabConfig::symmetric(link))?;
-//! let ping = lab.sender().command("ping").args(["-c", "3", "198.51.100.2"]).output();
-//! # Ok::<(), kleinrock_lab::Error>(())
+//! let ping = lab.sender().command("ping").args(["-c", "3", "198.51.100.2"]).output()?;
+//! let listener = lab.receiver().run(|| TcpListener::bind((RECEIVER_ADDR, 5001)))??;
+//! let tx = lab.sender().run(|| TcpStream::connect((RECEIVER_ADDR, 5001)))??;
+//! let (rx, _) = listener.accept()?;
+//! lab.set_blackhole(Direction::Both, true)?; // until set_blackhole(.., false)
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! The lab shells out to `ip`, `tc` and `iptables` (iproute2 and iptables)
