@@ -157,6 +157,14 @@ impl Bottleneck {
                  give at least one packet"
             )));
         }
+        let slots = crate::delay::CAPACITY;
+        if self.limit as usize > slots {
+            return Err(Error::invalid(format!(
+                "the {which} bottleneck's queue limit of {} packets is more than the delay \
+                 line's {slots} slots per direction; give at most {slots}",
+                self.limit
+            )));
+        }
         if let Some(k) = self.ecn_threshold {
             if k >= self.limit {
                 return Err(Error::invalid(format!(
@@ -255,6 +263,18 @@ mod tests {
             limit: 100,
             ecn_threshold: Some(100),
         };
+        let huge = Bottleneck {
+            limit: 20_000,
+            ..k_at_limit
+        };
+        assert_eq!(
+            refused(Link {
+                bottleneck: Some(huge),
+                ..Link::default()
+            }),
+            "the forward bottleneck's queue limit of 20000 packets is more than the delay \
+             line's 16384 slots per direction; give at most 16384"
+        );
         assert_eq!(
             refused(Link {
                 bottleneck: Some(k_at_limit),

@@ -46,7 +46,7 @@ pub(crate) const TUNS: [&str; 2] = ["dly-fwd", "dly-rev"];
 
 /// Slots per direction: 16384 packets of up to 1500 bytes, 1 Gbit/s for
 /// 190 ms. Arrivals beyond it are dropped and counted.
-const CAPACITY: usize = 16384;
+pub(crate) const CAPACITY: usize = 16384;
 
 /// Packets read from one TUN before the thread looks at the other and at
 /// its releases, so that a flood one way cannot stall the other.
