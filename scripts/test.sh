@@ -2,8 +2,8 @@
 # Kleinrock's whole test suite, runnable on a fresh machine: installs what
 # is missing (a C linker, the Rust toolchain, rustfmt and clippy, Python's
 # venv and, in target/flent-venv, flent 2.3 from PyPI; clang, libelf, zlib,
-# pkg-config, bpftool, iperf3, iproute2 and iptables for the BPF ports),
-# then checks
+# pkg-config, bpftool, iperf3, iproute2 and iptables for the BPF ports;
+# iproute2, iptables and ping for the live lab), then checks
 # formatting, lints with warnings as errors, and runs every test.
 # Exits non-zero on the first failure. CI runs exactly this (.ci/run).
 set -euo pipefail
@@ -40,6 +40,9 @@ command -v iperf3 >/dev/null || missing+=(iperf3)
 command -v ip >/dev/null || [ -x /usr/sbin/ip ] || missing+=(iproute2)
 command -v tc >/dev/null || [ -x /usr/sbin/tc ] || missing+=(iproute2)
 command -v iptables >/dev/null || [ -x /usr/sbin/iptables ] || missing+=(iptables)
+# The live lab (crates/lab) needs the same ip, tc and iptables(-restore);
+# its tests measure it with ping.
+command -v ping >/dev/null || missing+=(iputils-ping)
 if [ ${#missing[@]} -gt 0 ]; then
     apt_install "${missing[@]}"
 fi
