@@ -316,6 +316,8 @@ fn loss_recovery_and_rto_replay_exactly() {
     let ports = [
         ("reno", "krc_reno"),
         ("cubic", "krc_cubic"),
+        ("cubic:friendly=newreno", "krc_cubic_nr"),
+        ("cubic:friendly=eq4", "krc_cubic_eq4"),
         ("htcp", "krc_htcp"),
         ("vegas", "krc_vegas"),
         ("cdg", "krc_cdg"),

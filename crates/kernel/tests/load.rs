@@ -11,10 +11,12 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::process::Command;
 use std::time::Duration;
+
+use kleinrock_lab::{Lab, LabConfig, Link, RECEIVER_ADDR};
 
 use common::{
     available, congestion_of, connect_with, have_iperf3, iperf3_with, json_says, skip_reason,
@@ -258,131 +260,55 @@ fn iperf3_runs_over_the_bbr_port() {
     iperf3_through("bbr", "krt_bbr_ip");
 }
 
-/// Runs each command in turn; the first failure, as a sentence.
-fn run_all(steps: &[&[&str]]) -> Result<(), String> {
-    for step in steps {
-        let out = Command::new(step[0])
-            .args(&step[1..])
-            .output()
-            .map_err(|e| format!("{}: {e}", step.join(" ")))?;
-        if !out.status.success() {
-            return Err(format!(
-                "{}: {}",
-                step.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+/// The rate of the tbf bottleneck the BBR comparison runs through, bit/s.
+const TBF_RATE: u64 = 40_000_000;
+
+/// A lab whose forward link is a 40 Mbit/s tbf (no delay, no loss): the
+/// lab's namespaces go with it, even when a test fails or is killed.
+fn tbf_lab() -> Result<Lab, String> {
+    Lab::new(&LabConfig::symmetric(Link {
+        rate_bps: Some(TBF_RATE),
+        ..Link::default()
+    }))
+    .map_err(|e| e.to_string())
+}
+
+/// Sends `bytes` through `ca` from the lab's sender to its receiver: the
+/// rate the receiver saw (bytes/s, from connect to its end of file) and
+/// the sender, whose FIN is sent.
+fn transfer_through(lab: &Lab, ca: &str, bytes: usize) -> (f64, TcpStream) {
+    let listener = lab
+        .receiver()
+        .run(|| TcpListener::bind(SocketAddrV4::new(RECEIVER_ADDR, 0)))
+        .unwrap()
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let receiver = std::thread::spawn(move || {
+        let (mut rx, _) = listener.accept().unwrap();
+        let mut got = 0;
+        let mut buf = vec![0u8; 1 << 20];
+        while let Ok(n @ 1..) = rx.read(&mut buf) {
+            got += n;
         }
+        (got, std::time::Instant::now())
+    });
+    let ca = ca.to_string();
+    let mut tx = lab
+        .sender()
+        .run(move || connect_to(&ca, SocketAddrV4::new(RECEIVER_ADDR, port)))
+        .unwrap();
+    let start = std::time::Instant::now();
+    let chunk = vec![0x5au8; 1 << 16];
+    let mut sent = 0;
+    while sent < bytes {
+        let n = chunk.len().min(bytes - sent);
+        tx.write_all(&chunk[..n]).unwrap();
+        sent += n;
     }
-    Ok(())
-}
-
-/// A network namespace of the test's, deleted (with its devices) on drop.
-struct Netns(String);
-
-impl Netns {
-    fn new(name: String) -> Result<Netns, String> {
-        run_all(&[&["ip", "netns", "add", &name]])?;
-        Ok(Netns(name))
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
-/// Two network namespaces joined by a veth pair, the sender's side limited
-/// by a tbf qdisc.
-struct TbfPath {
-    snd: Netns,
-    rcv: Netns,
-}
-
-impl TbfPath {
-    /// The tbf rate, bit/s.
-    const RATE: u64 = 40_000_000;
-    const RCV_ADDR: Ipv4Addr = Ipv4Addr::new(10, 199, 0, 2);
-
-    fn new() -> Result<TbfPath, String> {
-        let pid = std::process::id();
-        let path = TbfPath {
-            snd: Netns::new(format!("krt-bbr-s-{pid}"))?,
-            rcv: Netns::new(format!("krt-bbr-r-{pid}"))?,
-        };
-        let (snd, rcv) = (path.snd.0.as_str(), path.rcv.0.as_str());
-        let (vs, vr) = (format!("krtb{pid}s"), format!("krtb{pid}r"));
-        let rate = format!("{}bit", Self::RATE);
-        run_all(&[
-            &[
-                "ip", "link", "add", "name", &vs, "netns", snd, "type", "veth", "peer", "name",
-                &vr, "netns", rcv,
-            ],
-            &["ip", "-n", snd, "addr", "add", "10.199.0.1/24", "dev", &vs],
-            &["ip", "-n", rcv, "addr", "add", "10.199.0.2/24", "dev", &vr],
-            &["ip", "-n", snd, "link", "set", &vs, "up"],
-            &["ip", "-n", rcv, "link", "set", &vr, "up"],
-            &["ip", "-n", rcv, "link", "set", "lo", "up"],
-            &[
-                "tc", "-n", snd, "qdisc", "add", "dev", &vs, "root", "tbf", "rate", &rate, "burst",
-                "16kb", "latency", "20ms",
-            ],
-        ])?;
-        Ok(path)
-    }
-
-    /// Runs `f` on a thread inside namespace `ns` (setns moves only the
-    /// calling thread; sockets it creates belong to the namespace).
-    fn in_netns<T: Send + 'static>(
-        ns: &Netns,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> std::thread::JoinHandle<T> {
-        let file = format!("/var/run/netns/{}", ns.0);
-        std::thread::spawn(move || {
-            let handle = std::fs::File::open(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
-            // SAFETY: setns on a namespace file we hold open.
-            let rc = unsafe { libc::setns(handle.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(rc, 0, "setns {file}: {}", std::io::Error::last_os_error());
-            f()
-        })
-    }
-
-    /// Sends `bytes` through `ca` across the bottleneck: the rate the
-    /// receiver saw (bytes/s, connect to its end of file) and the sender,
-    /// whose FIN is sent.
-    fn transfer(&self, ca: &str, bytes: usize) -> (f64, TcpStream) {
-        let (port_tx, port_rx) = std::sync::mpsc::channel();
-        let receiver = Self::in_netns(&self.rcv, move || {
-            let listener = TcpListener::bind(SocketAddrV4::new(Self::RCV_ADDR, 0)).unwrap();
-            port_tx.send(listener.local_addr().unwrap().port()).unwrap();
-            let (mut rx, _) = listener.accept().unwrap();
-            let mut got = 0;
-            let mut buf = vec![0u8; 1 << 20];
-            while let Ok(n @ 1..) = rx.read(&mut buf) {
-                got += n;
-            }
-            (got, std::time::Instant::now())
-        });
-        let port = port_rx.recv().unwrap();
-        let ca = ca.to_string();
-        let sender = Self::in_netns(&self.snd, move || {
-            let mut tx = connect_to(&ca, SocketAddrV4::new(Self::RCV_ADDR, port));
-            let start = std::time::Instant::now();
-            let chunk = vec![0x5au8; 1 << 16];
-            let mut sent = 0;
-            while sent < bytes {
-                let n = chunk.len().min(bytes - sent);
-                tx.write_all(&chunk[..n]).unwrap();
-                sent += n;
-            }
-            tx.shutdown(std::net::Shutdown::Write).unwrap();
-            (tx, start)
-        });
-        let (tx, start) = sender.join().unwrap();
-        let (got, end) = receiver.join().unwrap();
-        assert_eq!(got, bytes);
-        (got as f64 / (end - start).as_secs_f64(), tx)
-    }
+    tx.shutdown(std::net::Shutdown::Write).unwrap();
+    let (got, end) = receiver.join().unwrap();
+    assert_eq!(got, bytes);
+    (got as f64 / (end - start).as_secs_f64(), tx)
 }
 
 /// Behind a 40 Mbit/s tbf bottleneck between two namespaces, the BBR port
@@ -400,25 +326,25 @@ fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
     }
     const NAME: &str = "krt_bbr_tbf";
     const BYTES: usize = 8 << 20;
-    let path = match TbfPath::new() {
-        Ok(p) => p,
+    let lab = match tbf_lab() {
+        Ok(l) => l,
         Err(e) => {
-            eprintln!("tbf test skipped: cannot build the namespaces ({e})");
+            eprintln!("tbf test skipped: {e}");
             return;
         }
     };
     let _ = Paths::system().unload(NAME, Duration::from_secs(2));
     kleinrock_kernel::load(&plan("bbr", Some(NAME)).unwrap()).unwrap_or_else(|e| panic!("{e}"));
-    let bottleneck = (TbfPath::RATE / 8) as f64; // bytes/s
+    let bottleneck = (TBF_RATE / 8) as f64; // bytes/s
     let mut rates = Vec::new();
     for ca in ["bbr", NAME] {
-        let (rate, tx) = path.transfer(ca, BYTES);
+        let (rate, tx) = transfer_through(&lab, ca, BYTES);
         let info = tcp_info(&tx);
         assert_eq!(congestion_of(&tx), ca);
         eprintln!(
             "{ca}: {:.1} Mbit/s through a {} Mbit/s tbf, pacing at {:.1} Mbit/s",
             rate * 8e-6,
-            TbfPath::RATE / 1_000_000,
+            TBF_RATE / 1_000_000,
             info.tcpi_pacing_rate as f64 * 8e-6
         );
         assert!(rate > 0.5 * bottleneck, "{ca}: {rate} bytes/s");
@@ -431,7 +357,7 @@ fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
     }
     let ratio = rates[1] / rates[0];
     assert!((1.0 / 1.5..1.5).contains(&ratio), "port/kernel = {ratio}");
-    drop(path);
+    drop(lab);
     assert_eq!(
         Paths::system()
             .unload(NAME, Duration::from_secs(2))
@@ -464,54 +390,36 @@ fn bbr_trace_shows_init_asking_for_pacing() {
         eprintln!("trace test skipped: iperf3 is not installed (apt-get install iperf3)");
         return;
     }
-    let ns = match Netns::new(format!("krt-bbr-t-{}", std::process::id())).and_then(|ns| {
-        run_all(&[
-            &["ip", "-n", &ns.0, "link", "set", "lo", "up"],
-            &[
-                "ip",
-                "netns",
-                "exec",
-                &ns.0,
-                "sysctl",
-                "-qw",
-                "net.ipv4.tcp_congestion_control=reno",
-            ],
-        ])?;
-        Ok(ns)
-    }) {
-        Ok(ns) => ns,
+    let lab = match Lab::new(&LabConfig::default()) {
+        Ok(l) => l,
         Err(e) => {
-            eprintln!("trace test skipped: cannot build the namespace ({e})");
+            eprintln!("trace test skipped: {e}");
             return;
         }
     };
+    for node in [lab.sender(), lab.receiver()] {
+        node.sysctl("net.ipv4.tcp_congestion_control", "reno")
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
     const NAME: &str = "krt_bbr_tr";
     let _ = Paths::system().unload(NAME, Duration::from_secs(2));
     kleinrock_kernel::load(&plan("bbr", Some(NAME)).unwrap()).unwrap_or_else(|e| panic!("{e}"));
     let dir = std::env::temp_dir().join(format!("kleinrock-bbr-trace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut server = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &ns.0,
-            "iperf3",
-            "-s",
-            "-1",
-            "-B",
-            "127.0.0.1",
-        ])
+    let mut server = lab
+        .receiver()
+        .command("iperf3")
+        .args(["-s", "-1"])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let command: Vec<String> = [
+        "nsenter".to_string(),
+        format!("--net=/var/run/netns/{}", lab.sender().name()),
         "sh".to_string(),
         "-c".to_string(),
-        format!(
-            "ip netns exec {} iperf3 -c 127.0.0.1 -n 4M -C \"$KLEINROCK_CC\" >/dev/null",
-            ns.0
-        ),
+        format!("iperf3 -c {RECEIVER_ADDR} -n 4M -C \"$KLEINROCK_CC\" >/dev/null"),
     ]
     .into();
     let out = dir.join("bbr.csv");
