@@ -56,6 +56,7 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
 
 #[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
 fn load_checked(plan: &Plan) -> Result<Loaded, Error> {
+    load::check_struct_ops(std::path::Path::new(load::VMLINUX_BTF))?;
     load::load(plan)
 }
 

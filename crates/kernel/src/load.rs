@@ -103,6 +103,34 @@ fn keep_libbpf_message(_level: PrintLevel, msg: String) {
     }
 }
 
+/// Where the running kernel publishes its BTF.
+pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// Refuses, in one sentence, a kernel that cannot take a BPF congestion
+/// control: without BTF libbpf cannot relocate the programs, and without
+/// the kernel's `bpf_struct_ops_tcp_congestion_ops` there is nothing to
+/// register them with (Linux before 5.6, or built without BPF JIT).
+pub fn check_struct_ops(vmlinux_btf: &std::path::Path) -> Result<(), Error> {
+    let btf = Btf::from_path(vmlinux_btf).map_err(|e| {
+        Error(format!(
+            "this kernel has no readable BTF at {} ({e}), which BPF congestion control \
+             needs: use a kernel built with CONFIG_DEBUG_INFO_BTF=y (Linux 5.6 or later)",
+            vmlinux_btf.display()
+        ))
+    })?;
+    let found: Option<libbpf_rs::btf::types::Struct<'_>> =
+        btf.type_by_name("bpf_struct_ops_tcp_congestion_ops");
+    if found.is_none() {
+        return Err(Error(
+            "this kernel cannot take a BPF congestion control (its BTF has no \
+             bpf_struct_ops_tcp_congestion_ops): use Linux 5.6 or later built with \
+             CONFIG_BPF_JIT and CONFIG_BPF_SYSCALL"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 pub fn load(plan: &Plan) -> Result<Loaded, Error> {
     let paths = Paths::system();
     let dir = paths.dir(&plan.name);
@@ -443,4 +471,28 @@ fn load_cdg(name: &str, p: &CdgParams) -> Result<Link, Error> {
         &mut m.kr_trace_stats,
         &mut m.kr_trace_ring,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_without_btf_or_struct_ops_is_refused_in_one_sentence() {
+        let e = check_struct_ops(std::path::Path::new("/nonexistent/vmlinux")).unwrap_err();
+        assert!(
+            e.0.starts_with("this kernel has no readable BTF at /nonexistent/vmlinux"),
+            "{e}"
+        );
+        assert!(e.0.contains("CONFIG_DEBUG_INFO_BTF=y"), "{e}");
+        // A BTF that is not a kernel's: a file of zeros does not parse.
+        let junk = std::env::temp_dir().join(format!("kr-not-btf-{}", std::process::id()));
+        fs::write(&junk, [0u8; 64]).unwrap();
+        let e = check_struct_ops(&junk).unwrap_err();
+        assert!(e.0.starts_with("this kernel has no readable BTF"), "{e}");
+        fs::remove_file(&junk).unwrap();
+        if std::path::Path::new(VMLINUX_BTF).exists() {
+            check_struct_ops(std::path::Path::new(VMLINUX_BTF)).unwrap();
+        }
+    }
 }
