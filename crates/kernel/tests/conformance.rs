@@ -230,11 +230,7 @@ fn trace_over(cc: &str, path: Net, secs: u32, dir: &Path) -> Rows {
         }
         run(&req, &mut |_, _| {}).unwrap_or_else(|e| panic!("trace {cc}: {e}"))
     });
-    assert!(
-        report.command_status.is_some_and(|s| s.success()),
-        "{cc} over {path:?}: iperf3 failed"
-    );
-    assert_eq!(report.lost, 0, "{cc} over {path:?}: records lost");
+    common::busiest_of(&report, &format!("{cc} over {path:?}"));
     // Every connection replays: the data sender's, and the receiver's
     // (whose hooks run DCTCP's CE state machine) and iperf3's control
     // connection.

@@ -12,15 +12,15 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddrV4, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::time::Duration;
 
 use kleinrock_lab::{Lab, LabConfig, Link, RECEIVER_ADDR};
 
 use common::{
-    available, congestion_of, connect_with, have_iperf3, iperf3_with, json_says, skip_reason,
-    transfer,
+    available, congestion_of, connect_to, connect_with, have_iperf3, iperf3_with, json_says,
+    skip_reason, transfer,
 };
 use kleinrock_kernel::pins::{Paths, Unloaded};
 use kleinrock_kernel::plan::plan;
@@ -31,45 +31,6 @@ const CUBIC: &str = "krt_cubic";
 const CUBIC_VARIANT: &str = "krt_cubic_var";
 const VARIANT_SPEC: &str = "cubic:hystart=hspp:friendly=newreno:beta=768";
 const TRANSFER: usize = 50 << 20;
-
-/// A connection to `to` whose sender runs `ca`, set before connect.
-fn connect_to(ca: &str, to: SocketAddrV4) -> TcpStream {
-    // SAFETY: plain socket calls on a descriptor we own; the option value
-    // points into `ca` for the call's duration.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let rc = libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            ca.as_ptr().cast(),
-            ca.len() as libc::socklen_t,
-        );
-        assert_eq!(
-            rc,
-            0,
-            "TCP_CONGESTION {ca}: {}",
-            std::io::Error::last_os_error()
-        );
-        let stream = TcpStream::from_raw_fd(fd);
-        let addr = libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: to.port().to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(*to.ip()).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        let rc = libc::connect(
-            fd,
-            (&addr as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        );
-        assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
-        stream
-    }
-}
 
 fn unload_leftovers() {
     for name in [RENO, CUBIC, CUBIC_VARIANT] {

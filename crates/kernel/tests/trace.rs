@@ -66,18 +66,7 @@ fn trace_and_replay(cc: &str, dir: &Path, secs: u32, rate: &str) -> Vec<(String,
         command: Some(&command),
     };
     let report = run(&req, &mut |_, _| {}).unwrap_or_else(|e| panic!("trace {cc}: {e}"));
-    assert!(
-        report.command_status.is_some_and(|s| s.success()),
-        "{cc}: iperf3 failed"
-    );
-    assert_eq!(report.lost, 0, "{cc}: records lost");
-    assert_eq!(report.summary.undecodable, 0, "{cc}: {:?}", report.summary);
-    let busiest = report
-        .summary
-        .files
-        .iter()
-        .max_by_key(|f| f.rows)
-        .unwrap_or_else(|| panic!("{cc}: no connection traced: {:?}", report.summary));
+    let busiest = common::busiest_of(&report, cc);
     assert!(busiest.rows > 200, "{cc}: only {} rows", busiest.rows);
     let reference: Algorithm = report.replay_spec.parse().unwrap();
     let replayed = kleinrock_trace::replay(&busiest.path, reference, report.hz, &mut |_| {})
@@ -248,19 +237,8 @@ fn a_cdg_backoff_replays_against_the_ports_own_cwr() {
         )
     })
     .unwrap_or_else(|e| panic!("trace {NAME}: {e}"));
-    assert!(
-        report.command_status.is_some_and(|s| s.success()),
-        "iperf3 failed"
-    );
     assert_eq!(report.replay_spec, "cdg:cwr=own");
-    assert_eq!(report.lost, 0, "records lost");
-    assert_eq!(report.summary.undecodable, 0, "{:?}", report.summary);
-    let sender = report
-        .summary
-        .files
-        .iter()
-        .max_by_key(|f| f.rows)
-        .unwrap_or_else(|| panic!("no connection traced: {:?}", report.summary));
+    let sender = common::busiest_of(&report, NAME);
     let (began, ended) = own_cwr_edges(&sender.path);
     eprintln!(
         "{NAME}: {} rows, {began} backoffs into the port's CWR, {ended} ended",

@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -110,18 +110,23 @@ pub fn listen_with(ca: &str) -> TcpListener {
 /// A loopback connection whose sender runs `ca`, set before connect so the
 /// algorithm's init runs on the fresh socket.
 pub fn connect_with(ca: &str, listener: &TcpListener) -> TcpStream {
+    let port = listener.local_addr().unwrap().port();
+    connect_to(ca, SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))
+}
+
+/// A connection to `to` whose sender runs `ca`, set before connect.
+pub fn connect_to(ca: &str, to: SocketAddrV4) -> TcpStream {
     // SAFETY: plain socket calls on a descriptor we own.
     unsafe {
         let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
         assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
         let stream = TcpStream::from_raw_fd(fd);
         set_congestion(fd, ca);
-        let port = listener.local_addr().unwrap().port();
         let addr = libc::sockaddr_in {
             sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: port.to_be(),
+            sin_port: to.port().to_be(),
             sin_addr: libc::in_addr {
-                s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be(),
+                s_addr: u32::from(*to.ip()).to_be(),
             },
             sin_zero: [0; 8],
         };
@@ -133,6 +138,30 @@ pub fn connect_with(ca: &str, listener: &TcpListener) -> TcpStream {
         assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
         stream
     }
+}
+
+/// Checks that a trace session ran cleanly (the command succeeded, nothing
+/// lost or undecodable) and returns its busiest connection's file.
+pub fn busiest_of<'a>(
+    report: &'a kleinrock_kernel::trace::Report,
+    what: &str,
+) -> &'a kleinrock_kernel::trace::ConnFile {
+    assert!(
+        report.command_status.is_some_and(|s| s.success()),
+        "{what}: the traced command failed"
+    );
+    assert_eq!(report.lost, 0, "{what}: records lost");
+    assert_eq!(
+        report.summary.undecodable, 0,
+        "{what}: {:?}",
+        report.summary
+    );
+    report
+        .summary
+        .files
+        .iter()
+        .max_by_key(|f| f.rows)
+        .unwrap_or_else(|| panic!("{what}: no connection traced: {:?}", report.summary))
 }
 
 /// The socket's congestion control, as getsockopt(TCP_CONGESTION) says.
