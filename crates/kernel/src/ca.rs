@@ -96,7 +96,7 @@ mod from_btf {
         let s = Struct::try_from(pointee)
             .map_err(|_| Error(format!("{var} does not point to a struct")))?;
         let mut layout = Layout::default();
-        flatten_struct(btf, &s, 0, "", &mut layout.members);
+        flatten_composite(btf, &Composite::from(s), 0, "", &mut layout.members);
         Ok(layout)
     }
 
@@ -106,18 +106,8 @@ mod from_btf {
             .type_by_name(name)
             .ok_or_else(|| Error(format!("BTF has no struct {name}")))?;
         let mut layout = Layout::default();
-        flatten_struct(btf, &s, 0, "", &mut layout.members);
+        flatten_composite(btf, &Composite::from(s), 0, "", &mut layout.members);
         Ok(layout)
-    }
-
-    fn flatten_struct(
-        btf: &Btf<'_>,
-        s: &Struct<'_>,
-        base: u32,
-        prefix: &str,
-        out: &mut Vec<Member>,
-    ) {
-        flatten_composite(btf, &Composite::from(*s), base, prefix, out);
     }
 
     /// The members of a struct, or of a union its first member only (the
