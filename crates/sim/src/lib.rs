@@ -8,14 +8,16 @@
 //! - [`tcp`]: the sender (SACK scoreboard, RACK-TLP, PRR, RTO, rate
 //!   sampler, pacing) and the receiver (delayed ACKs, SACK, ECN echo).
 //! - [`world`]: the topology and event loop; [`results`]: what a run
-//!   produces.
+//!   produces, written as JSON and CSV through `json` and `decimal`.
 //!
 //! Deterministic: one seeded generator draws every random loss, events at
 //! the same instant run in scheduling order, and nothing reads a real clock.
 
 pub mod codel;
+mod decimal;
 pub mod event;
 pub mod fq_codel;
+mod json;
 pub mod link;
 pub mod loss;
 pub mod mahimahi;
