@@ -4,7 +4,8 @@
 //! them.
 //!
 //! - [`event`]: the event list; [`time`]: nanosecond time.
-//! - [`packet`], [`queue`], [`loss`], [`link`]: the network.
+//! - [`packet`], [`queue`], [`loss`], [`link`]: the network; `ring`: the
+//!   power-of-two ring buffer the hot queues use.
 //! - [`tcp`]: the sender (SACK scoreboard, RACK-TLP, PRR, RTO, rate
 //!   sampler, pacing) and the receiver (delayed ACKs, SACK, ECN echo).
 //! - [`world`]: the topology and event loop; [`results`]: what a run
@@ -25,6 +26,7 @@ pub mod packet;
 pub mod queue;
 pub mod red;
 pub mod results;
+mod ring;
 pub mod scenario;
 pub mod tcp;
 pub mod time;
