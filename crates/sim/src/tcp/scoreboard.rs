@@ -43,8 +43,8 @@ pub struct Scoreboard {
     /// (segment, transmit time) in the order of transmission, Linux's
     /// `tsorted_sent_queue`, which RACK walks. An entry goes stale when its
     /// segment is SACKed, cumulatively ACKed, or sent again (a new entry at
-    /// the tail); stale entries are skipped, popped at the head, and
-    /// compacted away once they outnumber the live ones.
+    /// the tail); stale entries are skipped, dropped from the head before
+    /// a walk, and compacted away once they outnumber the live ones.
     tsorted: Ring<(u32, u64)>,
 }
 
@@ -79,7 +79,7 @@ impl Scoreboard {
     pub fn push(&mut self, seg: Seg) {
         self.tsorted.push_back((self.nxt(), seg.tx_us));
         self.segs.push_back(seg);
-        self.compact_tsorted();
+        self.bound_tsorted();
     }
 
     /// Is this `tsorted` entry its segment's latest transmission, still
@@ -91,18 +91,26 @@ impl Scoreboard {
         }
     }
 
-    fn compact_tsorted(&mut self) {
-        while let Some(&(seq, tx)) = self.tsorted.front() {
-            if self.is_live(seq, tx) {
-                break;
-            }
-            self.tsorted.pop_front();
-        }
+    /// Bounds `tsorted`: once stale entries outnumber the live ones (plus
+    /// slack), keep only the live. Amortised O(1) per entry.
+    fn bound_tsorted(&mut self) {
         let live = (self.packets_out() - self.sacked_out) as usize;
         if self.tsorted.len() as usize > 2 * live + 64 {
             let mut t = std::mem::take(&mut self.tsorted);
             t.retain(|&(seq, tx)| self.is_live(seq, tx));
             self.tsorted = t;
+        }
+    }
+
+    /// Drops the stale entries at the head of `tsorted`, so that a walk
+    /// starts at a live one. Done before RACK walks rather than on every
+    /// transmission: walks are rare unless there is loss.
+    pub fn trim_tsorted(&mut self) {
+        while let Some(&(seq, tx)) = self.tsorted.front() {
+            if self.is_live(seq, tx) {
+                break;
+            }
+            self.tsorted.pop_front();
         }
     }
 
@@ -181,7 +189,7 @@ impl Scoreboard {
         s.stamp = stamp;
         self.retrans_out += 1;
         self.tsorted.push_back((seq, tx_us));
-        self.compact_tsorted();
+        self.bound_tsorted();
     }
 
     /// The first segment marked lost and not being retransmitted.

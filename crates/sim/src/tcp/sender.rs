@@ -930,8 +930,10 @@ impl Sender {
                     .wrapping_mul(self.rate.delivered.wrapping_sub(rs.prior_delivered)),
             };
             self.call(Hook::PktsAcked(sample));
+        } else {
+            self.sync(now);
         }
-        self.sync(now);
+        // One sync for both hooks: the core changes nothing in between.
         self.call(Hook::InAckEvent(in_ack_flags(cum > prior_una, ack, ece)));
         if cum > prior_una {
             // tcp_set_xmit_timer(): a TLP, else the RTO, from now.
