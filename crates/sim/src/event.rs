@@ -3,9 +3,6 @@
 //! is deterministic. Components re-arm themselves; nothing is cancelled
 //! (a stale timer finds its deadline moved and does nothing).
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
 use crate::time::Time;
 
 /// What happens when an event fires. Small and `Copy`: no allocation per
@@ -33,58 +30,85 @@ pub enum Event {
     RequestSend(u32),
 }
 
-/// Time in the high 64 bits, insertion order in the low: one comparison
-/// orders by time, then by scheduling order.
+/// A pending event. Ordered by time, then by `seq`, the order of
+/// scheduling: unique, so the order of events is total and a run repeats.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    key: u128,
+    time: Time,
+    seq: u64,
     ev: Event,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.key == o.key
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    /// Reversed: the heap pops the earliest event first.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.key.cmp(&self.key)
+impl Entry {
+    fn before(&self, o: &Entry) -> bool {
+        self.time < o.time || (self.time == o.time && self.seq < o.seq)
     }
 }
 
-/// A time-ordered list of pending events.
+/// A time-ordered list of pending events: a binary min-heap of 24-byte
+/// entries, sifted with a hole (each level moves one entry, and the
+/// comparison is two integer compares rather than a 128-bit one).
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+    heap: Vec<Entry>,
     seq: u64,
 }
 
 impl EventQueue {
     pub fn new() -> EventQueue {
         EventQueue {
-            heap: BinaryHeap::with_capacity(1024),
+            heap: Vec::with_capacity(1024),
             seq: 0,
         }
     }
 
     pub fn schedule(&mut self, at: Time, ev: Event) {
         self.seq += 1;
-        self.heap.push(Entry {
-            key: (at as u128) << 64 | self.seq as u128,
+        let e = Entry {
+            time: at,
+            seq: self.seq,
             ev,
-        });
+        };
+        let h = &mut self.heap;
+        let mut i = h.len();
+        h.push(e);
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !e.before(&h[parent]) {
+                break;
+            }
+            h[i] = h[parent];
+            i = parent;
+        }
+        h[i] = e;
     }
 
     /// The next event and its time.
     pub fn pop(&mut self) -> Option<(Time, Event)> {
-        self.heap.pop().map(|e| ((e.key >> 64) as Time, e.ev))
+        let h = &mut self.heap;
+        let last = h.pop()?;
+        let Some(&top) = h.first() else {
+            return Some((last.time, last.ev));
+        };
+        // Move `last` down from the root into the hole left by `top`.
+        let n = h.len();
+        let mut i = 0;
+        loop {
+            let mut child = 2 * i + 1;
+            if child >= n {
+                break;
+            }
+            if child + 1 < n && h[child + 1].before(&h[child]) {
+                child += 1;
+            }
+            if !h[child].before(&last) {
+                break;
+            }
+            h[i] = h[child];
+            i = child;
+        }
+        h[i] = last;
+        Some((top.time, top.ev))
     }
 
     pub fn len(&self) -> usize {
@@ -117,5 +141,32 @@ mod tests {
                 (30, Event::Sample)
             ]
         );
+    }
+
+    proptest::proptest! {
+        /// Any interleaving of schedules and pops comes out in (time,
+        /// scheduling order), as a sort of what was scheduled.
+        #[test]
+        fn pops_in_time_then_scheduling_order(ops in proptest::collection::vec((0u64..50, proptest::bool::ANY), 1..400)) {
+            let mut q = EventQueue::new();
+            let mut model: Vec<(Time, u64)> = Vec::new();
+            let mut seq = 0u64;
+            for (t, pop) in ops {
+                if pop {
+                    let want = model.iter().copied().min();
+                    model.retain(|&x| Some(x) != want);
+                    let got = q.pop().map(|(t, e)| match e {
+                        Event::FlowTimer(s) => (t, s as u64),
+                        _ => unreachable!(),
+                    });
+                    proptest::prop_assert_eq!(got, want);
+                } else {
+                    seq += 1;
+                    q.schedule(t, Event::FlowTimer(seq as u32));
+                    model.push((t, seq));
+                }
+                proptest::prop_assert_eq!(q.len(), model.len());
+            }
+        }
     }
 }

@@ -15,6 +15,7 @@ use crate::mahimahi::Trace;
 use crate::packet::Packet;
 use crate::queue::{Fifo, Verdict};
 use crate::red::Red;
+use crate::ring::Ring;
 use crate::time::{serialization, Time};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,8 +41,9 @@ pub enum Qdisc {
 /// What became of an arriving packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arrival {
-    /// FIFO: it will have been sent at this time; take it to its pipe.
-    Departs(Time, Packet),
+    /// FIFO: it will have been sent at this time; take it (as `arrive`
+    /// left it) to its pipe.
+    Departs(Time),
     /// The link was idle and now sends a packet, done at this time:
     /// schedule the completion.
     Started(Time),
@@ -106,8 +108,9 @@ impl Link {
         }
     }
 
-    /// A packet arrives at `now`.
-    pub fn arrive(&mut self, now: Time, mut p: Packet, rng: &mut SplitMix64) -> Arrival {
+    /// A packet arrives at `now`. A FIFO decides on the spot and may mark
+    /// `p` (it then departs as marked); the other qdiscs take a copy.
+    pub fn arrive(&mut self, now: Time, p: &mut Packet, rng: &mut SplitMix64) -> Arrival {
         let queued = match &mut self.qdisc {
             Qdisc::Fifo(f) => {
                 f.advance(now);
@@ -125,7 +128,7 @@ impl Link {
                         (at, at, i + 1)
                     }
                 };
-                let v = f.admit(now, &mut p, start);
+                let v = f.admit(now, p, start);
                 if !self.count(v) {
                     return Arrival::Dropped;
                 }
@@ -133,23 +136,23 @@ impl Link {
                     *idx = next_idx;
                 }
                 self.free_at = done;
-                if self.lose(rng, &p) {
+                if self.lose(rng, p) {
                     return Arrival::Dropped;
                 }
-                return Arrival::Departs(done, p);
+                return Arrival::Departs(done);
             }
-            Qdisc::Codel(c) => c.enqueue(now, p),
+            Qdisc::Codel(c) => c.enqueue(now, *p),
             Qdisc::FqCodel(fq) => {
-                let dropped = fq.enqueue(now, p);
+                let dropped = fq.enqueue(now, *p);
                 self.stats.queue_drops += dropped as u64;
                 true
             }
             Qdisc::Red(red, q, bytes) => {
-                let v = red.decide(now, q.len(), &mut p, rng);
+                let v = red.decide(now, q.len(), p, rng);
                 if v != Verdict::Dropped {
                     p.enqueued = now;
                     *bytes += p.bytes as u64;
-                    q.push_back(p);
+                    q.push_back(*p);
                 }
                 let ok = v != Verdict::Dropped;
                 let _ = self.count(v);
@@ -242,7 +245,8 @@ pub struct Pipe {
     pub delay: Time,
     pub jitter: Time,
     last: Time,
-    q: VecDeque<(Time, Packet)>,
+    /// (arrival time, packet), in arrival order.
+    q: Ring<(Time, Packet)>,
 }
 
 impl Pipe {
@@ -251,13 +255,13 @@ impl Pipe {
             delay,
             jitter,
             last: 0,
-            q: VecDeque::with_capacity(64),
+            q: Ring::default(),
         }
     }
 
-    /// Puts a packet in; returns its arrival time if it is now the head
-    /// (the caller schedules the arrival event).
-    pub fn push(&mut self, now: Time, p: Packet, rng: &mut SplitMix64) -> Option<Time> {
+    /// Puts a copy of `p` in; returns its arrival time if it is now the
+    /// head (the caller schedules the arrival event).
+    pub fn push(&mut self, now: Time, p: &Packet, rng: &mut SplitMix64) -> Option<Time> {
         let extra = if self.jitter > 0 {
             // Uniform in [0, jitter] by a multiply, not a division.
             ((rng.next_u64() as u128 * (self.jitter as u128 + 1)) >> 64) as Time
@@ -266,7 +270,7 @@ impl Pipe {
         };
         let at = (now + self.delay + extra).max(self.last);
         self.last = at;
-        self.q.push_back((at, p));
+        self.q.push_back((at, *p));
         (self.q.len() == 1).then_some(at)
     }
 

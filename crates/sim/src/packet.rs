@@ -63,6 +63,13 @@ pub struct Packet {
     pub sent: Time,
 }
 
+/// An empty data packet: what a ring buffer's unused slots hold.
+impl Default for Packet {
+    fn default() -> Packet {
+        Packet::data(0, 0, 0)
+    }
+}
+
 impl Packet {
     pub fn data(flow: u32, seq: u32, bytes: u32) -> Packet {
         Packet {

@@ -4,9 +4,8 @@
 //! Today: tail-drop FIFO sized in packets or bytes, with optional
 //! DCTCP-style step ECN marking at K packets.
 
-use std::collections::VecDeque;
-
 use crate::packet::{Ecn, Packet};
+use crate::ring::Ring;
 use crate::time::Time;
 
 /// What the queue did with an arriving packet.
@@ -37,20 +36,17 @@ pub struct Fifo {
     /// queued (DCTCP's K); `None`: never mark.
     mark_at: Option<u32>,
     /// (service start, bytes) of packets not yet in service.
-    waiting: VecDeque<(Time, u32)>,
+    waiting: Ring<(Time, u32)>,
     bytes: u64,
 }
 
 impl Fifo {
     pub fn new(limit: Limit, mark_at: Option<u32>) -> Fifo {
-        let cap = match limit {
-            Limit::Packets(n) => n as usize + 1,
-            Limit::Bytes(b) => (b / 1500) as usize + 1,
-        };
         Fifo {
             limit,
             mark_at,
-            waiting: VecDeque::with_capacity(cap.min(1 << 16)),
+            // Grows to the longest queue the run reaches, not the limit.
+            waiting: Ring::default(),
             bytes: 0,
         }
     }
@@ -68,7 +64,7 @@ impl Fifo {
 
     fn fits(&self, bytes: u32) -> bool {
         match self.limit {
-            Limit::Packets(n) => (self.waiting.len() as u32) < n,
+            Limit::Packets(n) => self.waiting.len() < n,
             Limit::Bytes(b) => self.bytes + bytes as u64 <= b,
         }
     }
@@ -78,7 +74,6 @@ impl Fifo {
     pub fn admit(&mut self, now: Time, p: &mut Packet, start: Time) -> Verdict {
         if start <= now {
             // The link is idle: straight into service, never queued.
-            p.enqueued = now;
             return Verdict::Queued;
         }
         if !self.fits(p.bytes) {
@@ -86,12 +81,13 @@ impl Fifo {
         }
         let mut verdict = Verdict::Queued;
         if let Some(k) = self.mark_at {
-            if self.waiting.len() as u32 >= k && p.ecn != Ecn::NotEct {
+            if self.waiting.len() >= k && p.ecn != Ecn::NotEct {
                 p.ecn = Ecn::Ce;
                 verdict = Verdict::Marked;
             }
         }
-        p.enqueued = now;
+        // No `p.enqueued`: the departure is already known, and nothing
+        // after a FIFO reads a sojourn time.
         self.bytes += p.bytes as u64;
         self.waiting.push_back((start, p.bytes));
         verdict
@@ -99,7 +95,7 @@ impl Fifo {
 
     /// Packets waiting (not in service).
     pub fn len(&self) -> usize {
-        self.waiting.len()
+        self.waiting.len() as usize
     }
 
     pub fn is_empty(&self) -> bool {

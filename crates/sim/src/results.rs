@@ -8,6 +8,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::decimal::{push_fixed, push_int};
+use crate::json::JsonWriter;
 use crate::link::LinkStats;
 use crate::world::Config;
 
@@ -211,6 +213,137 @@ impl From<LinkStats> for LinkSummary {
     }
 }
 
+// The JSON of each record, fields in declaration order (as serde's derive
+// writes them; `json_matches_serde_json` holds the two together).
+
+impl FlowSummary {
+    fn json(&self, j: &mut JsonWriter) {
+        j.begin_object();
+        j.field_u64("flow", self.flow.into());
+        j.field_str("cc", &self.cc);
+        j.field_str("direction", self.direction);
+        j.field_f64("rtt_ms", self.rtt_ms);
+        j.field_f64("goodput_bps", self.goodput_bps);
+        j.field_u64("bytes", self.bytes);
+        j.field_u64("segments_sent", self.segments_sent);
+        j.field_u64("retransmits", self.retransmits);
+        j.field_u64("rtos", self.rtos);
+        j.field_u64("tlps", self.tlps);
+        j.field_u64("recoveries", self.recoveries);
+        j.field_f64("rtt_p50_ms", self.rtt_p50_ms);
+        j.field_f64("rtt_p95_ms", self.rtt_p95_ms);
+        j.field_f64("rtt_p99_ms", self.rtt_p99_ms);
+        j.field_u64("responses", self.responses);
+        j.field_f64("response_p50_ms", self.response_p50_ms);
+        j.field_f64("response_p95_ms", self.response_p95_ms);
+        j.key("completion_s");
+        j.opt_f64(self.completion_s);
+        j.end_object();
+    }
+}
+
+impl FlowSample {
+    fn json(&self, j: &mut JsonWriter) {
+        j.begin_object();
+        j.field_f64("t", self.t);
+        j.field_u64("flow", self.flow.into());
+        j.field_f64("goodput_bps", self.goodput_bps);
+        j.field_f64("throughput_bps", self.throughput_bps);
+        j.field_u64("cwnd", self.cwnd.into());
+        j.field_u64("ssthresh", self.ssthresh.into());
+        j.field_u64("srtt_us", self.srtt_us.into());
+        j.field_u64("min_rtt_us", self.min_rtt_us.into());
+        j.field_u64("inflight", self.inflight.into());
+        j.field_u64("pacing_rate_bps", self.pacing_rate_bps);
+        j.field_f64("delivery_rate_bps", self.delivery_rate_bps);
+        j.field_u64("retransmits", self.retransmits);
+        j.field_u64("segs_out", self.segs_out);
+        j.field_str("ca_state", self.ca_state);
+        j.end_object();
+    }
+}
+
+impl QueueSample {
+    fn json(&self, j: &mut JsonWriter) {
+        j.begin_object();
+        j.field_f64("t", self.t);
+        j.field_str("link", self.link);
+        j.field_u64("packets", self.packets.into());
+        j.field_u64("bytes", self.bytes);
+        j.field_u64("delay_us", self.delay_us);
+        j.field_u64("drops", self.drops);
+        j.field_u64("marks", self.marks);
+        j.end_object();
+    }
+}
+
+impl PingSample {
+    fn json(&self, j: &mut JsonWriter) {
+        j.begin_object();
+        j.field_f64("t", self.t);
+        j.field_u64("ping", self.ping.into());
+        j.field_f64("rtt_ms", self.rtt_ms);
+        j.end_object();
+    }
+}
+
+impl PingSummary {
+    fn json(&self, j: &mut JsonWriter) {
+        j.begin_object();
+        j.field_u64("ping", self.ping.into());
+        j.field_f64("rtt_ms", self.rtt_ms);
+        j.field_u64("sent", self.sent);
+        j.field_u64("received", self.received);
+        j.field_f64("rtt_p50_ms", self.rtt_p50_ms);
+        j.field_f64("rtt_p95_ms", self.rtt_p95_ms);
+        j.end_object();
+    }
+}
+
+impl UdpSummary {
+    fn json(&self, j: &mut JsonWriter) {
+        j.begin_object();
+        j.field_u64("udp", self.udp.into());
+        j.field_u64("sent", self.sent);
+        j.field_f64("goodput_bps", self.goodput_bps);
+        j.field_f64("loss", self.loss);
+        j.end_object();
+    }
+}
+
+impl LinkSummary {
+    fn json(&self, j: &mut JsonWriter) {
+        j.begin_object();
+        j.field_u64("tx_packets", self.tx_packets);
+        j.field_u64("tx_bytes", self.tx_bytes);
+        j.field_u64("queue_drops", self.queue_drops);
+        j.field_u64("loss_drops", self.loss_drops);
+        j.field_u64("marks", self.marks);
+        j.end_object();
+    }
+}
+
+/// Appends one results file's bytes.
+type Fill = fn(&Results, &mut Vec<u8>);
+
+/// Replaces the file at `path` with `bytes`, in one write.
+///
+/// Removed and created anew rather than truncated: on ext4, a file
+/// truncated to zero and rewritten gets its blocks allocated when it is
+/// closed (`auto_da_alloc`, which guards the replace-by-truncate pattern),
+/// and freeing those blocks when the next run overwrites it cost about
+/// 0.5 ms per 200 KB file on the machine of docs/PERFORMANCE.md; a new
+/// file's blocks stay unallocated until writeback, so removing it before
+/// then frees nothing. (A symlink in the output directory is replaced
+/// rather than written through.)
+fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::write(path, bytes)
+}
+
 /// A run's results.
 #[derive(Clone, Debug)]
 pub struct Results {
@@ -226,26 +359,6 @@ pub struct Results {
     pub udp: Vec<UdpSummary>,
     pub links: [LinkStats; 2],
     pub events: u64,
-}
-
-#[derive(Serialize)]
-struct Json<'a> {
-    duration_s: f64,
-    seed: u64,
-    events: u64,
-    flows: &'a [FlowSummary],
-    links: LinksJson,
-    pings: &'a [PingSummary],
-    udp: &'a [UdpSummary],
-    flow_series: &'a [FlowSample],
-    queue_series: &'a [QueueSample],
-    ping_series: &'a [PingSample],
-}
-
-#[derive(Serialize)]
-struct LinksJson {
-    up: LinkSummary,
-    down: LinkSummary,
 }
 
 impl Results {
@@ -279,81 +392,118 @@ impl Results {
 
     /// The whole run as JSON.
     pub fn to_json(&self) -> String {
-        let mut v = Vec::with_capacity(1 << 16);
-        self.write_json(&mut v).expect("writing to memory");
+        let mut v = Vec::new();
+        self.json_into(&mut v);
         String::from_utf8(v).expect("JSON is UTF-8")
     }
 
     /// Streams the whole run as JSON into `w`.
-    pub fn write_json<W: Write>(&self, w: W) -> io::Result<()> {
-        let j = Json {
-            duration_s: self.duration_s,
-            seed: self.seed,
-            events: self.events,
-            flows: &self.flows,
-            links: LinksJson {
-                up: self.links[0].into(),
-                down: self.links[1].into(),
-            },
-            pings: &self.pings,
-            udp: &self.udp,
-            flow_series: &self.flow_series,
-            queue_series: &self.queue_series,
-            ping_series: &self.ping_series,
-        };
-        serde_json::to_writer_pretty(w, &j).map_err(io::Error::other)
+    pub fn write_json<W: Write>(&self, mut w: W) -> io::Result<()> {
+        let mut v = Vec::new();
+        self.json_into(&mut v);
+        w.write_all(&v)
     }
 
-    /// Writes results.json, flows.csv, queues.csv and summary.csv.
-    pub fn write(&self, dir: &Path) -> io::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        let mut json = io::BufWriter::new(std::fs::File::create(dir.join("results.json"))?);
-        self.write_json(&mut json)?;
-        json.flush()?;
-        let mut f = io::BufWriter::new(std::fs::File::create(dir.join("flows.csv"))?);
-        writeln!(f, "t,flow,goodput_bps,throughput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,delivery_rate_bps,retransmits,segs_out,ca_state")?;
+    /// Appends the whole run as pretty-printed JSON (what serde_json's
+    /// `to_writer_pretty` would write for these structs, in their field
+    /// order).
+    pub fn json_into(&self, out: &mut Vec<u8>) {
+        out.reserve(
+            4096 + 1024 * (self.flows.len() + self.pings.len() + self.udp.len())
+                + 450 * self.flow_series.len()
+                + 220 * self.queue_series.len()
+                + 90 * self.ping_series.len(),
+        );
+        let mut j = JsonWriter::new(out);
+        j.begin_object();
+        j.field_f64("duration_s", self.duration_s);
+        j.field_u64("seed", self.seed);
+        j.field_u64("events", self.events);
+        j.field_array("flows", &self.flows, |j, f| f.json(j));
+        j.key("links");
+        j.begin_object();
+        for (name, l) in [("up", self.links[0]), ("down", self.links[1])] {
+            j.key(name);
+            LinkSummary::from(l).json(&mut j);
+        }
+        j.end_object();
+        j.field_array("pings", &self.pings, |j, p| p.json(j));
+        j.field_array("udp", &self.udp, |j, u| u.json(j));
+        j.field_array("flow_series", &self.flow_series, |j, s| s.json(j));
+        j.field_array("queue_series", &self.queue_series, |j, s| s.json(j));
+        j.field_array("ping_series", &self.ping_series, |j, s| s.json(j));
+        j.end_object();
+    }
+
+    /// Appends flows.csv.
+    pub fn flows_csv_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"t,flow,goodput_bps,throughput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,delivery_rate_bps,retransmits,segs_out,ca_state\n");
+        out.reserve(120 * self.flow_series.len());
         for s in &self.flow_series {
-            writeln!(
-                f,
-                "{:.6},{},{:.0},{:.0},{},{},{},{},{},{},{:.0},{},{},{}",
-                s.t,
-                s.flow,
-                s.goodput_bps,
-                s.throughput_bps,
-                s.cwnd,
-                s.ssthresh,
-                s.srtt_us,
-                s.min_rtt_us,
-                s.inflight,
-                s.pacing_rate_bps,
-                s.delivery_rate_bps,
-                s.retransmits,
-                s.segs_out,
-                s.ca_state
-            )?;
+            push_fixed(out, s.t, 6);
+            out.push(b',');
+            push_int(out, s.flow);
+            out.push(b',');
+            push_fixed(out, s.goodput_bps, 0);
+            out.push(b',');
+            push_fixed(out, s.throughput_bps, 0);
+            for v in [s.cwnd, s.ssthresh, s.srtt_us, s.min_rtt_us, s.inflight] {
+                out.push(b',');
+                push_int(out, v);
+            }
+            out.push(b',');
+            push_int(out, s.pacing_rate_bps);
+            out.push(b',');
+            push_fixed(out, s.delivery_rate_bps, 0);
+            out.push(b',');
+            push_int(out, s.retransmits);
+            out.push(b',');
+            push_int(out, s.segs_out);
+            out.push(b',');
+            out.extend_from_slice(s.ca_state.as_bytes());
+            out.push(b'\n');
         }
-        f.flush()?;
-        let mut q = io::BufWriter::new(std::fs::File::create(dir.join("queues.csv"))?);
-        writeln!(q, "t,link,packets,bytes,delay_us,drops,marks")?;
+    }
+
+    /// Appends queues.csv.
+    pub fn queues_csv_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"t,link,packets,bytes,delay_us,drops,marks\n");
+        out.reserve(40 * self.queue_series.len());
         for s in &self.queue_series {
-            writeln!(
-                q,
-                "{:.6},{},{},{},{},{},{}",
-                s.t, s.link, s.packets, s.bytes, s.delay_us, s.drops, s.marks
-            )?;
+            push_fixed(out, s.t, 6);
+            out.push(b',');
+            out.extend_from_slice(s.link.as_bytes());
+            out.push(b',');
+            push_int(out, s.packets);
+            for v in [s.bytes, s.delay_us, s.drops, s.marks] {
+                out.push(b',');
+                push_int(out, v);
+            }
+            out.push(b'\n');
         }
-        q.flush()?;
-        let mut pg = io::BufWriter::new(std::fs::File::create(dir.join("pings.csv"))?);
-        writeln!(pg, "t,ping,rtt_ms")?;
+    }
+
+    /// Appends pings.csv.
+    pub fn pings_csv_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"t,ping,rtt_ms\n");
+        out.reserve(24 * self.ping_series.len());
         for s in &self.ping_series {
-            writeln!(pg, "{:.6},{},{:.3}", s.t, s.ping, s.rtt_ms)?;
+            push_fixed(out, s.t, 6);
+            out.push(b',');
+            push_int(out, s.ping);
+            out.push(b',');
+            push_fixed(out, s.rtt_ms, 3);
+            out.push(b'\n');
         }
-        pg.flush()?;
-        let mut s = io::BufWriter::new(std::fs::File::create(dir.join("summary.csv"))?);
-        writeln!(s, "flow,cc,direction,rtt_ms,goodput_bps,bytes,retransmits,rtos,tlps,rtt_p50_ms,rtt_p95_ms,rtt_p99_ms,completion_s")?;
+    }
+
+    /// Appends summary.csv.
+    pub fn summary_csv_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"flow,cc,direction,rtt_ms,goodput_bps,bytes,retransmits,rtos,tlps,rtt_p50_ms,rtt_p95_ms,rtt_p99_ms,completion_s\n");
         for x in &self.flows {
-            writeln!(
-                s,
+            // One row per flow: core::fmt's shortest floats are fine here.
+            let _ = writeln!(
+                out,
                 "{},{},{},{},{:.0},{},{},{},{},{},{},{},{}",
                 x.flow,
                 x.cc,
@@ -368,9 +518,28 @@ impl Results {
                 x.rtt_p95_ms,
                 x.rtt_p99_ms,
                 x.completion_s.map_or(String::new(), |c| c.to_string())
-            )?;
+            );
         }
-        s.flush()
+    }
+
+    /// Writes results.json, flows.csv, queues.csv, pings.csv and
+    /// summary.csv, each with one write.
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let mut buf = Vec::new();
+        let files: [(&str, Fill); 5] = [
+            ("results.json", Results::json_into),
+            ("flows.csv", Results::flows_csv_into),
+            ("queues.csv", Results::queues_csv_into),
+            ("pings.csv", Results::pings_csv_into),
+            ("summary.csv", Results::summary_csv_into),
+        ];
+        for (name, fill) in files {
+            buf.clear();
+            fill(self, &mut buf);
+            replace_file(&dir.join(name), &buf)?;
+        }
+        Ok(())
     }
 
     /// A short table for the terminal.

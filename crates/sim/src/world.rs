@@ -370,11 +370,13 @@ impl Sim {
         } else {
             1 - self.flows[f].data_link
         };
-        for i in 0..self.scratch.len() {
-            let p = self.scratch[i];
+        // Taken out for the loop, so that each packet goes by reference.
+        let mut out = std::mem::take(&mut self.scratch);
+        for p in out.iter_mut() {
             self.put_on_link(link, p);
         }
-        self.scratch.clear();
+        out.clear();
+        self.scratch = out;
         self.arm_flow(f);
     }
 
@@ -407,7 +409,7 @@ impl Sim {
         self.flush(f, true);
     }
 
-    fn propagate(&mut self, at: Time, p: Packet) {
+    fn propagate(&mut self, at: Time, p: &Packet) {
         let pipe = 2 * p.flow as usize + usize::from(p.kind.is_reverse());
         if let Some(t) = self.pipes[pipe].push(at, p, &mut self.rng) {
             self.events.schedule(t, Event::PipeArrival(pipe as u32));
@@ -420,14 +422,14 @@ impl Sim {
             self.events.schedule(done, Event::LinkTxDone(l as u16));
         }
         if let Some(p) = p {
-            self.propagate(self.now, p);
+            self.propagate(self.now, &p);
         }
     }
 
     /// Offers a packet to a link; if it gets through, it is on its way.
-    fn put_on_link(&mut self, link: usize, p: Packet) {
+    fn put_on_link(&mut self, link: usize, p: &mut Packet) {
         match self.links[link].arrive(self.now, p, &mut self.rng) {
-            Arrival::Departs(done, p) => self.propagate(done, p),
+            Arrival::Departs(done) => self.propagate(done, p),
             Arrival::Started(done) => self.events.schedule(done, Event::LinkTxDone(link as u16)),
             Arrival::Queued | Arrival::Dropped => {}
         }
@@ -449,7 +451,7 @@ impl Sim {
         let link = 1 - fl.data_link;
         self.put_on_link(
             link,
-            Packet::other(f, Kind::Request, rr.request_bytes, self.now),
+            &mut Packet::other(f, Kind::Request, rr.request_bytes, self.now),
         );
     }
 
@@ -480,7 +482,7 @@ impl Sim {
         let next = self.now + cfg.interval;
         self.pings[i].sent += 1;
         // 84 bytes: IPv4 20 + ICMP 8 + 56 bytes of payload, ping's default.
-        self.put_on_link(0, Packet::other(id, Kind::PingRequest, 84, self.now));
+        self.put_on_link(0, &mut Packet::other(id, Kind::PingRequest, 84, self.now));
         self.events.schedule(next, Event::PingSend(id));
     }
 
@@ -493,7 +495,7 @@ impl Sim {
         let (link, bytes) = (if cfg.upload { 0 } else { 1 }, cfg.bytes);
         let next = self.now + self.udps[i].gap;
         self.udps[i].sent += 1;
-        self.put_on_link(link, Packet::other(id, Kind::Udp, bytes, self.now));
+        self.put_on_link(link, &mut Packet::other(id, Kind::Udp, bytes, self.now));
         self.events.schedule(next, Event::UdpSend(id));
     }
 
@@ -502,8 +504,8 @@ impl Sim {
             let f = p.flow as usize;
             match p.kind {
                 Kind::PingRequest => {
-                    let reply = Packet::other(p.flow, Kind::PingReply, p.bytes, p.sent);
-                    self.put_on_link(1, reply);
+                    let mut reply = Packet::other(p.flow, Kind::PingReply, p.bytes, p.sent);
+                    self.put_on_link(1, &mut reply);
                 }
                 Kind::PingReply => {
                     let i = f - self.flows.len();

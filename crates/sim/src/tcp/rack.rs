@@ -68,6 +68,7 @@ impl Rack {
     pub fn detect_loss(&self, sb: &mut Scoreboard, now_us: u64, reo_wnd: u32) -> (u32, u32) {
         let mut timeout = 0u32;
         let mut lost = Vec::new();
+        sb.trim_tsorted();
         // In transmission order, as Linux walks `tsorted_sent_queue`: the
         // first segment not sent before the newest delivered one ends it.
         for (seq, tx_us) in sb.tsorted() {

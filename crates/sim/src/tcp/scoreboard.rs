@@ -2,9 +2,8 @@
 //! segment in flight, `[snd_una, snd_nxt)`, in a ring buffer that grows to
 //! the largest window and is then reused (no allocation per packet).
 
-use std::collections::VecDeque;
-
 use super::rate::TxStamp;
+use crate::ring::Ring;
 
 pub const SACKED: u8 = 1 << 0;
 pub const LOST: u8 = 1 << 1;
@@ -31,8 +30,9 @@ impl Seg {
 /// Segments in flight and the counts Linux keeps of them.
 #[derive(Clone, Debug, Default)]
 pub struct Scoreboard {
-    segs: VecDeque<Seg>,
-    /// Index of `segs[0]`: `snd_una` in segments.
+    /// Addressed by segment index, from `una`.
+    segs: Ring<Seg>,
+    /// Index of the first segment: `snd_una` in segments.
     pub una: u32,
     pub sacked_out: u32,
     pub lost_out: u32,
@@ -43,19 +43,19 @@ pub struct Scoreboard {
     /// (segment, transmit time) in the order of transmission, Linux's
     /// `tsorted_sent_queue`, which RACK walks. An entry goes stale when its
     /// segment is SACKed, cumulatively ACKed, or sent again (a new entry at
-    /// the tail); stale entries are skipped, popped at the head, and
-    /// compacted away once they outnumber the live ones.
-    tsorted: VecDeque<(u32, u64)>,
+    /// the tail); stale entries are skipped, dropped from the head before
+    /// a walk, and compacted away once they outnumber the live ones.
+    tsorted: Ring<(u32, u64)>,
 }
 
 impl Scoreboard {
     /// `snd_nxt` in segments.
     pub fn nxt(&self) -> u32 {
-        self.una + self.segs.len() as u32
+        self.segs.end()
     }
 
     pub fn packets_out(&self) -> u32 {
-        self.segs.len() as u32
+        self.segs.len()
     }
 
     /// `tcp_packets_in_flight()`: out - (sacked + lost) + retrans.
@@ -64,11 +64,11 @@ impl Scoreboard {
     }
 
     pub fn get(&self, seq: u32) -> &Seg {
-        &self.segs[(seq - self.una) as usize]
+        self.segs.get(seq)
     }
 
     pub fn get_mut(&mut self, seq: u32) -> &mut Seg {
-        &mut self.segs[(seq - self.una) as usize]
+        self.segs.get_mut(seq)
     }
 
     pub fn contains(&self, seq: u32) -> bool {
@@ -79,7 +79,7 @@ impl Scoreboard {
     pub fn push(&mut self, seg: Seg) {
         self.tsorted.push_back((self.nxt(), seg.tx_us));
         self.segs.push_back(seg);
-        self.compact_tsorted();
+        self.bound_tsorted();
     }
 
     /// Is this `tsorted` entry its segment's latest transmission, still
@@ -91,18 +91,26 @@ impl Scoreboard {
         }
     }
 
-    fn compact_tsorted(&mut self) {
+    /// Bounds `tsorted`: once stale entries outnumber the live ones (plus
+    /// slack), keep only the live. Amortised O(1) per entry.
+    fn bound_tsorted(&mut self) {
+        let live = (self.packets_out() - self.sacked_out) as usize;
+        if self.tsorted.len() as usize > 2 * live + 64 {
+            let mut t = std::mem::take(&mut self.tsorted);
+            t.retain(|&(seq, tx)| self.is_live(seq, tx));
+            self.tsorted = t;
+        }
+    }
+
+    /// Drops the stale entries at the head of `tsorted`, so that a walk
+    /// starts at a live one. Done before RACK walks rather than on every
+    /// transmission: walks are rare unless there is loss.
+    pub fn trim_tsorted(&mut self) {
         while let Some(&(seq, tx)) = self.tsorted.front() {
             if self.is_live(seq, tx) {
                 break;
             }
             self.tsorted.pop_front();
-        }
-        let live = (self.packets_out() - self.sacked_out) as usize;
-        if self.tsorted.len() > 2 * live + 64 {
-            let mut t = std::mem::take(&mut self.tsorted);
-            t.retain(|&(seq, tx)| self.is_live(seq, tx));
-            self.tsorted = t;
         }
     }
 
@@ -181,7 +189,7 @@ impl Scoreboard {
         s.stamp = stamp;
         self.retrans_out += 1;
         self.tsorted.push_back((seq, tx_us));
-        self.compact_tsorted();
+        self.bound_tsorted();
     }
 
     /// The first segment marked lost and not being retransmitted.

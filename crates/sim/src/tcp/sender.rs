@@ -232,10 +232,22 @@ impl Sender {
         }
     }
 
+    /// Inlined, so that a plain call is the algorithm's hook itself (the
+    /// `Hook` value folds away); recording stays out of line.
+    #[inline(always)]
     fn call(&mut self, hook: Hook) -> u32 {
         match &mut self.tap {
             HookTap::Plain => NoTap.call(&hook, &mut self.cc, &mut self.sk),
-            HookTap::Record(r) => r.call(&hook, &mut self.cc, &mut self.sk),
+            HookTap::Record(_) => self.call_recorded(&hook),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn call_recorded(&mut self, hook: &Hook) -> u32 {
+        match &mut self.tap {
+            HookTap::Record(r) => r.call(hook, &mut self.cc, &mut self.sk),
+            HookTap::Plain => NoTap.call(hook, &mut self.cc, &mut self.sk),
         }
     }
 
@@ -749,37 +761,18 @@ impl Sender {
         self.set_state(CaState::Recovery);
     }
 
-    /// Processes one ACK.
-    pub fn on_ack(&mut self, now: Time, ack: &Packet, out: &mut Vec<Packet>) {
-        if !self.started {
-            return;
-        }
-        let now_us = now / US;
-        self.sync(now);
-        let cum = ack.seq;
-        if cum < self.sb.una || cum > self.sb.nxt() {
-            return; // old or impossible
-        }
-        let prior_una = self.sb.una;
-        let prior_delivered = self.rate.delivered;
-        self.rate_lost = 0;
-        let mut rs = RateSample {
-            rtt_us: -1,
-            prior_in_flight: self.sb.in_flight(),
-            ..RateSample::default()
-        };
-        let mut flag = 0u32;
-        let ece = ack.ece && self.cfg.ecn;
-        let prior_packets = self.sb.packets_out();
-        // Transmit times of the first and last segments newly SACKed and
-        // never retransmitted, and of the first and last cumulatively
-        // ACKed ones never retransmitted nor SACKed before
-        // (`first_sackt`, `last_sackt`, `first_ackt`, `last_ackt`).
-        let mut sackt: Option<(u64, u64)> = None;
-        let mut ackt: Option<(u64, u64)> = None;
-
-        // SACK tagging, blocks in sequence order as tcp_sacktag_write_queue()
-        // sorts them; a D-SACK is the first block only.
+    /// `tcp_sacktag_write_queue()`: marks newly SACKed segments, blocks in
+    /// sequence order as Linux sorts them; a D-SACK is the first block
+    /// only. Records the first and last transmit times of newly SACKed,
+    /// never retransmitted segments in `sackt`.
+    fn sacktag(
+        &mut self,
+        now_us: u64,
+        ack: &Packet,
+        rs: &mut RateSample,
+        sackt: &mut Option<(u64, u64)>,
+        flag: &mut u32,
+    ) {
         let mut blocks = [(0u32, 0u32); crate::packet::MAX_SACK_BLOCKS];
         let mut nblocks = 0;
         for (i, &b) in ack.sack_blocks().iter().enumerate() {
@@ -814,7 +807,7 @@ impl Sender {
                 self.sb.mark_sacked(seq);
                 self.rate.delivered += 1;
                 self.rate
-                    .on_delivered(&mut rs, &mut s.stamp, s.tx_us, seq + 1, retrans, true);
+                    .on_delivered(rs, &mut s.stamp, s.tx_us, seq + 1, retrans, true);
                 self.sb.get_mut(seq).stamp = s.stamp;
                 self.rack.advance(
                     now_us,
@@ -825,10 +818,49 @@ impl Sender {
                 );
                 if !retrans {
                     let first = sackt.map_or(s.tx_us, |(f, _)| f);
-                    sackt = Some((first, s.tx_us));
+                    *sackt = Some((first, s.tx_us));
                 }
-                flag |= FLAG_DATA_SACKED;
+                *flag |= FLAG_DATA_SACKED;
             }
+        }
+    }
+
+    /// Processes one ACK.
+    pub fn on_ack(&mut self, now: Time, ack: &Packet, out: &mut Vec<Packet>) {
+        if !self.started {
+            return;
+        }
+        let now_us = now / US;
+        let cum = ack.seq;
+        if cum < self.sb.una || cum > self.sb.nxt() {
+            self.sync(now);
+            return; // old or impossible
+        }
+        // No sync here: nothing reads the socket until the one before
+        // `pkts_acked` (or `in_ack_event`), which copies it all again.
+        let prior_una = self.sb.una;
+        let prior_delivered = self.rate.delivered;
+        self.rate_lost = 0;
+        let mut rs = RateSample {
+            rtt_us: -1,
+            prior_in_flight: self.sb.in_flight(),
+            ..RateSample::default()
+        };
+        let mut flag = 0u32;
+        let ece = ack.ece && self.cfg.ecn;
+        let prior_packets = self.sb.packets_out();
+        // Transmit times of the first and last segments newly SACKed and
+        // never retransmitted, and of the first and last cumulatively
+        // ACKed ones never retransmitted nor SACKed before
+        // (`first_sackt`, `last_sackt`, `first_ackt`, `last_ackt`).
+        let mut sackt: Option<(u64, u64)> = None;
+        let mut ackt: Option<(u64, u64)> = None;
+
+        if ack.nsack > 0 {
+            self.sacktag(now_us, ack, &mut rs, &mut sackt, &mut flag);
+        } else {
+            // No blocks: nothing to tag, and nothing cached for the next ACK.
+            self.sack_cache_len = 0;
         }
         if ece {
             flag |= FLAG_ECE;
@@ -898,8 +930,10 @@ impl Sender {
                     .wrapping_mul(self.rate.delivered.wrapping_sub(rs.prior_delivered)),
             };
             self.call(Hook::PktsAcked(sample));
+        } else {
+            self.sync(now);
         }
-        self.sync(now);
+        // One sync for both hooks: the core changes nothing in between.
         self.call(Hook::InAckEvent(in_ack_flags(cum > prior_una, ack, ece)));
         if cum > prior_una {
             // tcp_set_xmit_timer(): a TLP, else the RTO, from now.
@@ -924,7 +958,6 @@ impl Sender {
         }
 
         self.stats.delivered += delivered as u64;
-        self.sync(now);
         self.rate
             .generate(&mut rs, now_us, delivered, self.rate_lost, self.min_rtt_us);
         self.sync(now);
