@@ -40,11 +40,6 @@ impl<T: Copy + Default> Ring<T> {
         self.len == 0
     }
 
-    /// Position of the first record (of the next one pushed, when empty).
-    pub fn start(&self) -> u32 {
-        self.start
-    }
-
     /// Position the next pushed record gets.
     pub fn end(&self) -> u32 {
         self.start.wrapping_add(self.len)
