@@ -151,7 +151,7 @@ mod tests {
                 proptest::prop_assert_eq!(r.front(), d.front());
                 proptest::prop_assert!(r.iter().eq(d.iter()));
                 for (k, v) in d.iter().enumerate() {
-                    let pos = r.start().wrapping_add(k as u32);
+                    let pos = r.start.wrapping_add(k as u32);
                     proptest::prop_assert!(r.contains(pos));
                     proptest::prop_assert_eq!(r.get(pos), v);
                 }
