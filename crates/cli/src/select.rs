@@ -41,6 +41,10 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Replaces the workload's seed: its outcomes, arrivals and the
+    /// policies' draws are redrawn.
+    #[arg(long)]
+    seed: Option<u32>,
 }
 
 fn oracle_table(w: &Workload, o: &Outcomes) -> String {
@@ -170,7 +174,10 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
-    let w = Workload::load(&a.workload)?;
+    let mut w = Workload::load(&a.workload)?;
+    if let Some(seed) = a.seed {
+        w.seed = seed as u64;
+    }
     for p in &a.policy {
         if p != "bpftune" && p != "kleinrock" {
             return Err(Failure(format!(
@@ -229,7 +236,7 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         let mut policy = if name == "bpftune" {
             Policy::bpftune(w.seed)
         } else {
-            Policy::kleinrock(&w.candidates)
+            Policy::kleinrock(&w.candidates, w.seed)
         };
         if let (Policy::Kleinrock(b), Some(path)) = (&mut policy, &a.table) {
             match persist::load(b, path) {

@@ -276,7 +276,7 @@ fn select_plays_both_policies_and_keeps_kleinrocks_table() {
     // The table was saved; the next run loads it, continues from it and
     // says so; a truncated one is reported, not trusted, and replaced.
     let saved = fs::read_to_string(&table).unwrap();
-    assert!(saved.starts_with("kleinrock-select 1\n") && saved.contains("\nend "));
+    assert!(saved.starts_with("kleinrock-select 2\n") && saved.contains("\nend "));
     let o = kleinrock(&args);
     let (out, _) = text(&o);
     assert!(out.contains("loaded the learned table from"), "{out}");
@@ -294,6 +294,37 @@ fn select_plays_both_policies_and_keeps_kleinrocks_table() {
         "{err}"
     );
     assert!(fs::read_to_string(&table).unwrap().contains("\nend "));
+}
+
+#[test]
+fn select_seed_redraws_the_workload() {
+    let w = scenario("select-e4-lossless.toml");
+    let run = |seed: &str| {
+        let o = kleinrock(&[
+            "select",
+            &w,
+            "--quiet",
+            "--policy",
+            "kleinrock",
+            "--seed",
+            seed,
+        ]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{out}\n{err}");
+        out
+    };
+    let (a, b) = (run("1"), run("2"));
+    // The workload file leaves the seed at 1.
+    let file = text(&kleinrock(&[
+        "select",
+        &w,
+        "--quiet",
+        "--policy",
+        "kleinrock",
+    ]))
+    .0;
+    assert_eq!(a, file);
+    assert_ne!(a, b);
 }
 
 #[test]

@@ -78,6 +78,12 @@ impl Outcome {
                 segs_out: segs,
                 total_retrans: retrans,
                 age_us: (s.t.min(lifetime) * 1e6) as u64,
+                bytes_acked: if at_close {
+                    f.bytes
+                } else {
+                    (delivered_bits / 8.0) as u64
+                },
+                complete: at_close && f.completion_s.is_some_and(|c| c <= duration_s),
             };
             if at_close {
                 close = Some(sample);

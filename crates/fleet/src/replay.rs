@@ -43,9 +43,11 @@ impl Policy {
         Policy::Bpftune(Bpftune::new(seed))
     }
 
-    pub fn kleinrock(candidates: &[String]) -> Policy {
+    /// Kleinrock's policy over `candidates`, its draws seeded by `seed`.
+    pub fn kleinrock(candidates: &[String], seed: u64) -> Policy {
         Policy::Kleinrock(Box::new(Bandit::new(BanditConfig {
             candidates: candidates.to_vec(),
+            seed,
             ..BanditConfig::default()
         })))
     }

@@ -10,10 +10,13 @@
 //!   per (host, algorithm), an exponential moving average with a learning
 //!   rate of 1/4, epsilon-greedy with epsilon 1/20, BBR on heavy
 //!   retransmission, learning at connection close.
-//! - [`bandit::Bandit`], the default: a discounted UCB bandit over the full
-//!   candidate set, learning from samples during connections, borrowing
-//!   from peers in the same prefix, forgetting old evidence so that it
-//!   follows a path that changes, in a bounded table with LRU eviction.
+//! - [`bandit::Bandit`], the default: satisficing Thompson sampling over
+//!   the full candidate set that compares algorithms per transfer size
+//!   ([`evidence`]) and chooses for the peer's mix of sizes, explores in
+//!   proportion to how noisy each algorithm's outcome is, learns from
+//!   samples during connections, borrows from peers in the same prefix,
+//!   and detects a path that changes ([`change`]), in a bounded table with
+//!   LRU eviction.
 //!
 //! The library does no I/O and reads no clock: time is counted in
 //! connections, randomness comes from a seeded generator, and only
@@ -21,6 +24,8 @@
 
 pub mod bandit;
 pub mod bpftune;
+pub mod change;
+pub mod evidence;
 pub mod lru;
 pub mod persist;
 
@@ -70,6 +75,13 @@ pub struct Sample {
     pub total_retrans: u32,
     /// How long the connection has been open, µs (0: not known).
     pub age_us: u64,
+    /// Payload bytes the peer has acknowledged (`tcpi_bytes_acked`): at
+    /// close, the transfer's size (0: not known).
+    pub bytes_acked: u64,
+    /// At close: everything the application wrote had been acknowledged
+    /// (`tp->write_seq == tp->snd_una`), a transfer that completed, rather
+    /// than a connection closed while it still had data to send.
+    pub complete: bool,
 }
 
 impl Sample {

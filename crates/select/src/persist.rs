@@ -2,36 +2,43 @@
 //! crate. The format is text, one record per line:
 //!
 //! ```text
-//! kleinrock-select 1
+//! kleinrock-select 2
 //! candidates cubic,bbr,...
-//! peer ADDR CONNS SURPRISES RESETS ARM ...
-//! prefix ADDR CONNS SURPRISES RESETS ARM ...
-//! global cost:weight ...
+//! peer ADDR CONNS CHANGE RESETS UNAVAILABLE_UNTIL,...
+//! size BUCKET DEMAND ARM ...
+//! prefix ADDR CONNS CHANGE RESETS UNAVAILABLE_UNTIL,...
+//! size BUCKET DEMAND ARM ...
+//! fleet COST:N ...
 //! end LINES FNV64
 //! ```
 //!
-//! with one ARM field per candidate, in the candidates' order:
-//! `n:rtt_sum:rate_sum:loss_sum:log_rtt:log_rate:log_loss:sq_rtt:sq_rate:sq_loss:unavailable_until`
-//! (the fields of `bandit::Arm`). Numbers
-//! are written as Rust prints them (shortest round-trip), so a table loads
-//! back bit for bit. Peers and prefixes are listed most recently used first; `LINES` counts
-//! the lines before `end`, and `FNV64` is the FNV-1a hash (hex) of every
-//! byte before the `end` line. Saving writes a temporary file beside the
-//! target, syncs it, renames it over the target and syncs the directory,
-//! so a crash leaves the old file or the new one, never a mix. Loading
-//! refuses, in one sentence, a file that is truncated, corrupt, of another
-//! version or learned over other candidates: the caller reports it and
-//! starts afresh rather than trust it.
+//! A `peer` or `prefix` record is followed by one `size` record per bucket
+//! it has evidence in, in index order (the fields of `evidence::Entry` and
+//! `evidence::Bucket`), with one ARM field per candidate, in the
+//! candidates' order:
+//! `n:rtt_sum:rate_sum:loss_sum:rtt_sq:rate_sq:rtt_rate:log_rtt:log_rate:log_loss:sq_log_rtt:sq_log_rate:sq_log_loss`
+//! (the fields of `evidence::Arm`); `fleet` has one field per candidate
+//! (`bandit::Fleet`). Numbers are written as Rust prints them (shortest
+//! round-trip), so a table loads back bit for bit. Peers and prefixes are
+//! listed most recently used first; `LINES` counts the lines before `end`,
+//! and `FNV64` is the FNV-1a hash (hex) of every byte before the `end`
+//! line. Saving writes a temporary file beside the target, syncs it,
+//! renames it over the target and syncs the directory, so a crash leaves
+//! the old file or the new one, never a mix. Loading refuses, in one
+//! sentence, a file that is truncated, corrupt, of another version or
+//! learned over other candidates: the caller reports it and starts afresh
+//! rather than trust it.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::net::IpAddr;
 use std::path::Path;
 
-use crate::bandit::{Arm, Bandit, Entry};
+use crate::bandit::{Bandit, Fleet};
+use crate::evidence::{Arm, Bucket, Entry, BUCKETS};
 use crate::{addr, peer, Peer};
 
-const MAGIC: &str = "kleinrock-select 1";
+const MAGIC: &str = "kleinrock-select 2";
 
 fn fnv64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -42,40 +49,48 @@ fn fnv64(bytes: &[u8]) -> u64 {
     h
 }
 
-fn entry_line(kind: &str, p: Peer, e: &Entry, out: &mut String) {
-    let _ = write!(
+fn entry_lines(kind: &str, p: Peer, e: &Entry, out: &mut String) {
+    let unavailable: Vec<String> = e.unavailable_until.iter().map(u64::to_string).collect();
+    let _ = writeln!(
         out,
-        "{kind} {} {} {} {}",
+        "{kind} {} {} {} {} {}",
         addr(p),
         e.conns,
-        e.surprises,
-        e.resets
+        e.change,
+        e.resets,
+        unavailable.join(",")
     );
-    for a in &e.arms {
-        let _ = write!(out, " {}:{}:{}:{}", a.n, a.rtt_sum, a.rate_sum, a.loss_sum);
-        for x in a.log_sum.iter().chain(&a.log_sq) {
-            let _ = write!(out, ":{x}");
+    for b in &e.buckets {
+        let _ = write!(out, "size {} {}", b.size, b.demand);
+        for a in &b.arms {
+            let _ = write!(
+                out,
+                " {}:{}:{}:{}:{}:{}:{}",
+                a.n, a.rtt_sum, a.rate_sum, a.loss_sum, a.rtt_sq, a.rate_sq, a.rtt_rate
+            );
+            for x in a.log_sum.iter().chain(&a.log_sq) {
+                let _ = write!(out, ":{x}");
+            }
         }
-        let _ = write!(out, ":{}", a.unavailable_until);
+        out.push('\n');
     }
-    out.push('\n');
 }
 
 /// The policy's learned state as the file's text.
 pub fn to_text(b: &Bandit) -> String {
-    let (peers, prefixes, global) = b.tables();
+    let (peers, prefixes, fleet) = b.tables();
     let mut s = String::new();
     let _ = writeln!(s, "{MAGIC}");
     let _ = writeln!(s, "candidates {}", b.cfg.candidates.join(","));
     for (p, e) in peers.iter() {
-        entry_line("peer", p, e, &mut s);
+        entry_lines("peer", p, e, &mut s);
     }
     for (p, e) in prefixes.iter() {
-        entry_line("prefix", p, e, &mut s);
+        entry_lines("prefix", p, e, &mut s);
     }
-    s.push_str("global");
-    for (c, w) in global {
-        let _ = write!(s, " {c}:{w}");
+    s.push_str("fleet");
+    for f in fleet {
+        let _ = write!(s, " {}:{}", f.cost, f.n);
     }
     s.push('\n');
     let lines = s.lines().count();
@@ -98,6 +113,23 @@ fn bad(what: &str) -> LoadError {
     LoadError(what.to_string())
 }
 
+/// Finite reals separated by `:`, exactly `n` of them, none negative
+/// unless `signed` says so for its index.
+fn reals(field: &str, n: usize, signed: &dyn Fn(usize) -> bool) -> Result<Vec<f64>, LoadError> {
+    let v: Vec<f64> = field
+        .split(':')
+        .map(|x| x.parse::<f64>().ok().filter(|x| x.is_finite()))
+        .collect::<Option<_>>()
+        .ok_or_else(|| bad("a statistic does not parse"))?;
+    if v.len() != n {
+        return Err(bad("a statistic does not parse"));
+    }
+    if v.iter().enumerate().any(|(i, x)| *x < 0.0 && !signed(i)) {
+        return Err(bad("a statistic is negative"));
+    }
+    Ok(v)
+}
+
 fn parse_entry(fields: &[&str], arms: usize) -> Result<(Peer, Entry), LoadError> {
     let a: IpAddr = fields
         .first()
@@ -109,47 +141,54 @@ fn parse_entry(fields: &[&str], arms: usize) -> Result<(Peer, Entry), LoadError>
             .and_then(|f| f.parse().ok())
             .ok_or_else(|| bad("a connection count does not parse"))
     };
+    if fields.len() != 5 {
+        return Err(bad("a peer record has the wrong number of fields"));
+    }
     let mut e = Entry::new(arms);
     e.conns = count(1)?;
-    e.surprises = count(2)?.min(u32::MAX as u64) as u32;
+    e.change = reals(fields[2], 1, &|_| false)?[0];
     e.resets = count(3)?.min(u32::MAX as u64) as u32;
-    if fields.len() != 4 + arms {
+    let unavailable: Vec<u64> = fields[4]
+        .split(',')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()
+        .ok_or_else(|| bad("a connection count does not parse"))?;
+    if unavailable.len() != arms {
         return Err(bad("a record has the wrong number of algorithms"));
     }
-    for (arm, f) in e.arms.iter_mut().zip(&fields[4..]) {
-        let v: Vec<&str> = f.split(':').collect();
-        let real = |i: usize| -> Result<f64, LoadError> {
-            v.get(i)
-                .and_then(|x| x.parse::<f64>().ok())
-                .filter(|x| x.is_finite())
-                .ok_or_else(|| bad("a statistic does not parse"))
-        };
-        let num = |i: usize| {
-            real(i).and_then(|x| {
-                if x >= 0.0 {
-                    Ok(x)
-                } else {
-                    Err(bad("a statistic is negative"))
-                }
-            })
-        };
-        *arm = Arm {
-            n: num(0)?,
-            rtt_sum: num(1)?,
-            rate_sum: num(2)?,
-            loss_sum: num(3)?,
-            log_sum: [real(4)?, real(5)?, real(6)?],
-            log_sq: [num(7)?, num(8)?, num(9)?],
-            unavailable_until: v
-                .get(10)
-                .and_then(|x| x.parse().ok())
-                .ok_or_else(|| bad("a statistic does not parse"))?,
-        };
-        if v.len() != 11 {
-            return Err(bad("a statistic does not parse"));
-        }
-    }
+    e.unavailable_until = unavailable;
     Ok((peer(a), e))
+}
+
+fn parse_bucket(fields: &[&str], arms: usize) -> Result<Bucket, LoadError> {
+    let size: u8 = fields
+        .first()
+        .and_then(|f| f.parse().ok())
+        .filter(|&s| s < BUCKETS)
+        .ok_or_else(|| bad("a size bucket does not parse"))?;
+    if fields.len() != 2 + arms {
+        return Err(bad("a record has the wrong number of algorithms"));
+    }
+    let demand = reals(fields[1], 1, &|_| false)?[0];
+    let arms = fields[2..]
+        .iter()
+        .map(|f| {
+            // The sums of logarithms may be negative, nothing else.
+            let v = reals(f, 13, &|i| (7..10).contains(&i))?;
+            Ok(Arm {
+                n: v[0],
+                rtt_sum: v[1],
+                rate_sum: v[2],
+                loss_sum: v[3],
+                rtt_sq: v[4],
+                rate_sq: v[5],
+                rtt_rate: v[6],
+                log_sum: [v[7], v[8], v[9]],
+                log_sq: [v[10], v[11], v[12]],
+            })
+        })
+        .collect::<Result<_, LoadError>>()?;
+    Ok(Bucket { size, demand, arms })
 }
 
 /// Restores `b` from a file's text, or says why it cannot be trusted.
@@ -171,40 +210,56 @@ pub fn from_text(b: &mut Bandit, text: &str) -> Result<(), LoadError> {
     }
     let mut it = body.lines();
     if it.next() != Some(MAGIC) {
-        return Err(bad("it is not a kleinrock-select version 1 table"));
+        return Err(bad("it is not a kleinrock-select version 2 table"));
     }
     let want = format!("candidates {}", b.cfg.candidates.join(","));
     if it.next() != Some(want.as_str()) {
         return Err(bad("it was learned over other candidate algorithms"));
     }
     let k = b.cfg.candidates.len();
-    let (mut peers, mut prefixes, mut global) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut peers, mut prefixes, mut fleet) = (Vec::new(), Vec::new(), Vec::new());
+    // Which list the last peer or prefix record went to, for its buckets.
+    let mut last: Option<&mut Vec<(Peer, Entry)>> = None;
     for line in it {
         let fields: Vec<&str> = line.split(' ').collect();
         match fields[0] {
-            "peer" => peers.push(parse_entry(&fields[1..], k)?),
-            "prefix" => prefixes.push(parse_entry(&fields[1..], k)?),
-            "global" => {
-                for f in &fields[1..] {
-                    let (c, w) = f
-                        .split_once(':')
-                        .ok_or_else(|| bad("a global statistic does not parse"))?;
-                    let c: f64 = c
-                        .parse()
-                        .map_err(|_| bad("a global statistic does not parse"))?;
-                    let w: f64 = w
-                        .parse()
-                        .map_err(|_| bad("a global statistic does not parse"))?;
-                    global.push((c, w));
+            "peer" => {
+                peers.push(parse_entry(&fields[1..], k)?);
+                last = Some(&mut peers);
+            }
+            "prefix" => {
+                prefixes.push(parse_entry(&fields[1..], k)?);
+                last = Some(&mut prefixes);
+            }
+            "size" => {
+                let bucket = parse_bucket(&fields[1..], k)?;
+                let e = last
+                    .as_mut()
+                    .and_then(|l| l.last_mut())
+                    .map(|(_, e)| e)
+                    .ok_or_else(|| bad("a size record belongs to no peer"))?;
+                if e.buckets.last().is_some_and(|b| b.size >= bucket.size) {
+                    return Err(bad("a peer's size records are out of order"));
                 }
-                if global.len() != k {
-                    return Err(bad("the global record has the wrong number of algorithms"));
+                e.buckets.push(bucket);
+            }
+            "fleet" => {
+                last = None;
+                for f in &fields[1..] {
+                    let v = reals(f, 2, &|_| false)?;
+                    fleet.push(Fleet {
+                        cost: v[0],
+                        n: v[1],
+                    });
+                }
+                if fleet.len() != k {
+                    return Err(bad("the fleet record has the wrong number of algorithms"));
                 }
             }
             _ => return Err(bad("it has a record of an unknown kind")),
         }
     }
-    b.restore(peers, prefixes, global);
+    b.restore(peers, prefixes, fleet);
     Ok(())
 }
 
@@ -269,6 +324,10 @@ mod tests {
                     &Sample {
                         min_rtt_us: 1000 + 100 * k + i as u32,
                         max_rate_bps: 1_000_000 + 1000 * k as u64,
+                        // Transfers of 1 MB and connections cut at 3 s.
+                        bytes_acked: 1_000_000,
+                        age_us: 3_000_000,
+                        complete: k % 2 == 0,
                         ..Sample::default()
                     },
                 );
@@ -318,6 +377,43 @@ mod tests {
             .0
             .contains("checksum"));
         assert_eq!(fresh.peers_len(), 0, "nothing half-loaded");
+        // Size records out of order, or belonging to no peer.
+        let reordered = {
+            let body = text[..text.rfind("end ").unwrap()].to_string();
+            let mut lines: Vec<&str> = body.lines().collect();
+            let at = lines.iter().position(|l| l.starts_with("size ")).unwrap();
+            let moved = lines.remove(at);
+            lines.insert(2, moved);
+            let body = lines.join("\n") + "\n";
+            let end = format!(
+                "end {} {:016x}\n",
+                body.lines().count(),
+                fnv64(body.as_bytes())
+            );
+            body + &end
+        };
+        assert!(from_text(&mut fresh, &reordered)
+            .unwrap_err()
+            .0
+            .contains("belongs to no peer"));
+        let swapped = {
+            let body = text[..text.rfind("end ").unwrap()].to_string();
+            let mut lines: Vec<&str> = body.lines().collect();
+            let at = lines.iter().position(|l| l.starts_with("size ")).unwrap();
+            assert!(lines[at + 1].starts_with("size "), "two buckets per peer");
+            lines.swap(at, at + 1);
+            let body = lines.join("\n") + "\n";
+            let end = format!(
+                "end {} {:016x}\n",
+                body.lines().count(),
+                fnv64(body.as_bytes())
+            );
+            body + &end
+        };
+        assert!(from_text(&mut fresh, &swapped)
+            .unwrap_err()
+            .0
+            .contains("out of order"));
         let other = Bandit::new(Config::default());
         let mut o = other.clone();
         assert!(from_text(&mut o, &text)
