@@ -88,7 +88,8 @@ def main():
     if unknown:
         sys.exit(f"unknown case {unknown[0]}; valid cases are {', '.join(CASES)}")
     subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
-    kr = os.path.join(ROOT, "target", "release", "kleinrock")
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    kr = os.path.join(target, "release", "kleinrock")
     ns3 = ns3_binary(a.ns3)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -238,6 +238,7 @@ impl Hook {
     /// Only the hook runs: the TCP core's reaction to the result (assigning
     /// ssthresh, restoring cwnd) belongs to the caller, exactly as the
     /// kernel separates them.
+    #[inline]
     pub fn call<C: CongestionControl + ?Sized>(&self, cc: &mut C, sk: &mut Sock) -> u32 {
         match *self {
             Hook::Init => cc.init(sk),

@@ -110,37 +110,46 @@ impl Link {
 
     /// A packet arrives at `now`. A FIFO decides on the spot and may mark
     /// `p` (it then departs as marked); the other qdiscs take a copy.
+    /// Inlined: the FIFO's is the per-packet path of most runs.
+    #[inline]
     pub fn arrive(&mut self, now: Time, p: &mut Packet, rng: &mut SplitMix64) -> Arrival {
-        let queued = match &mut self.qdisc {
-            Qdisc::Fifo(f) => {
-                f.advance(now);
-                let start = self.free_at.max(now);
-                // On a trace link the packet waits for its delivery
-                // opportunity and leaves at it.
-                let (start, done, next_idx) = match &self.trace {
-                    None => (
-                        start,
-                        start + tx_time(&mut self.ser_cache, self.rate_bps, p.bytes),
-                        0,
-                    ),
-                    Some((t, idx)) => {
-                        let (i, at) = t.next(*idx, start);
-                        (at, at, i + 1)
-                    }
-                };
-                let v = f.admit(now, p, start);
-                if !self.count(v) {
-                    return Arrival::Dropped;
-                }
-                if let Some((_, idx)) = &mut self.trace {
-                    *idx = next_idx;
-                }
-                self.free_at = done;
-                if self.lose(rng, p) {
-                    return Arrival::Dropped;
-                }
-                return Arrival::Departs(done);
+        let Qdisc::Fifo(f) = &mut self.qdisc else {
+            return self.arrive_queued(now, p, rng);
+        };
+        f.advance(now);
+        let start = self.free_at.max(now);
+        // On a trace link the packet waits for its delivery opportunity
+        // and leaves at it.
+        let (start, done, next_idx) = match &self.trace {
+            None => (
+                start,
+                start + tx_time(&mut self.ser_cache, self.rate_bps, p.bytes),
+                0,
+            ),
+            Some((t, idx)) => {
+                let (i, at) = t.next(*idx, start);
+                (at, at, i + 1)
             }
+        };
+        let v = f.admit(now, p, start);
+        if !self.count(v) {
+            return Arrival::Dropped;
+        }
+        if let Some((_, idx)) = &mut self.trace {
+            *idx = next_idx;
+        }
+        self.free_at = done;
+        if self.lose(rng, p) {
+            return Arrival::Dropped;
+        }
+        Arrival::Departs(done)
+    }
+
+    /// The event-driven qdiscs: queue (or drop), and start sending if idle.
+    #[inline(never)]
+    fn arrive_queued(&mut self, now: Time, p: &mut Packet, rng: &mut SplitMix64) -> Arrival {
+        let queued = match &mut self.qdisc {
+            Qdisc::Fifo(_) => return self.arrive(now, p, rng),
             Qdisc::Codel(c) => c.enqueue(now, *p),
             Qdisc::FqCodel(fq) => {
                 let dropped = fq.enqueue(now, *p);
@@ -261,6 +270,7 @@ impl Pipe {
 
     /// Puts a copy of `p` in; returns its arrival time if it is now the
     /// head (the caller schedules the arrival event).
+    #[inline]
     pub fn push(&mut self, now: Time, p: &Packet, rng: &mut SplitMix64) -> Option<Time> {
         let extra = if self.jitter > 0 {
             // Uniform in [0, jitter] by a multiply, not a division.

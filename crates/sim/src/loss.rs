@@ -28,6 +28,7 @@ pub enum LossModel {
 
 impl LossModel {
     /// Does the link's `index`-th packet get lost?
+    #[inline]
     pub fn drop(&mut self, rng: &mut SplitMix64, index: u64) -> bool {
         match self {
             LossModel::None => false,

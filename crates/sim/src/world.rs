@@ -324,7 +324,7 @@ impl Sim {
         let end = self.cfg.duration;
         let step = (end / 100).max(1);
         let mut next_report = step;
-        while let Some((t, ev)) = self.events.pop() {
+        while let Some((t, ev)) = self.events.peek() {
             if t > end {
                 break;
             }
@@ -340,10 +340,17 @@ impl Sim {
         self.finish()
     }
 
+    /// Runs `ev`, the next event, and takes it off the queue: a pipe's
+    /// arrival stays on it until the pipe is served and is then replaced by
+    /// the pipe's next arrival, if any.
     fn dispatch(&mut self, ev: Event) {
+        if let Event::PipeArrival(p) = ev {
+            return self.pipe_arrival(p as usize);
+        }
+        self.events.pop();
         match ev {
             Event::LinkTxDone(l) => self.link_done(l as usize),
-            Event::PipeArrival(p) => self.pipe_arrival(p as usize),
+            Event::PipeArrival(_) => {}
             Event::FlowTimer(f) => self.flow_timer(f as usize),
             Event::FlowStart(f) => {
                 let now = self.now;
@@ -548,8 +555,13 @@ impl Sim {
                 }
             }
         }
-        if let Some(at) = self.pipes[pipe].head_time() {
-            self.events.schedule(at, Event::PipeArrival(pipe as u32));
+        match self.pipes[pipe].head_time() {
+            Some(at) => self
+                .events
+                .replace_next(at, Event::PipeArrival(pipe as u32)),
+            None => {
+                self.events.pop();
+            }
         }
     }
 
