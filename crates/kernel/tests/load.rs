@@ -12,7 +12,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddrV4, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::time::Duration;
 
@@ -20,7 +19,7 @@ use kleinrock_lab::{Lab, LabConfig, Link, RECEIVER_ADDR};
 
 use common::{
     available, congestion_of, connect_to, connect_with, have_iperf3, iperf3_with, json_says,
-    skip_reason, transfer,
+    skip_reason, tcp_info, transfer,
 };
 use kleinrock_kernel::pins::{Paths, Unloaded};
 use kleinrock_kernel::plan::plan;
@@ -120,24 +119,6 @@ fn iperf3_through(spec: &str, name: &str) {
         "iperf3 did not report {name}: {json}"
     );
     assert_eq!(unloaded.unwrap(), Unloaded::Gone);
-}
-
-/// The socket's TCP_INFO.
-fn tcp_info(s: &TcpStream) -> libc::tcp_info {
-    // SAFETY: tcp_info is plain data; the kernel fills at most `len` bytes.
-    unsafe {
-        let mut info: libc::tcp_info = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        let rc = libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        );
-        assert_eq!(rc, 0, "TCP_INFO: {}", std::io::Error::last_os_error());
-        info
-    }
 }
 
 /// The pacing rate bbr_init() sets, high_gain * cwnd / srtt at 99%, as the
