@@ -307,6 +307,19 @@ pub fn load(b: &mut Bandit, path: &Path) -> Result<bool, LoadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A table's body lines with a fresh `end` line (count and checksum),
+    /// so that a test's edit is judged on its content, not refused as
+    /// corruption.
+    fn resealed(lines: &[&str]) -> String {
+        let body = lines.join("\n") + "\n";
+        let end = format!(
+            "end {} {:016x}\n",
+            body.lines().count(),
+            fnv64(body.as_bytes())
+        );
+        body + &end
+    }
     use crate::bandit::Config;
     use crate::Sample;
 
@@ -384,13 +397,7 @@ mod tests {
             let at = lines.iter().position(|l| l.starts_with("size ")).unwrap();
             let moved = lines.remove(at);
             lines.insert(2, moved);
-            let body = lines.join("\n") + "\n";
-            let end = format!(
-                "end {} {:016x}\n",
-                body.lines().count(),
-                fnv64(body.as_bytes())
-            );
-            body + &end
+            resealed(&lines)
         };
         assert!(from_text(&mut fresh, &reordered)
             .unwrap_err()
@@ -402,13 +409,7 @@ mod tests {
             let at = lines.iter().position(|l| l.starts_with("size ")).unwrap();
             assert!(lines[at + 1].starts_with("size "), "two buckets per peer");
             lines.swap(at, at + 1);
-            let body = lines.join("\n") + "\n";
-            let end = format!(
-                "end {} {:016x}\n",
-                body.lines().count(),
-                fnv64(body.as_bytes())
-            );
-            body + &end
+            resealed(&lines)
         };
         assert!(from_text(&mut fresh, &swapped)
             .unwrap_err()
