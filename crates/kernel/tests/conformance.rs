@@ -78,6 +78,7 @@ fn lab_for(path: Net) -> Lab {
                 delay,
                 ..Link::default()
             },
+            ..LabConfig::default()
         },
     };
     Lab::new(&config).unwrap_or_else(|e| panic!("lab: {e}"))

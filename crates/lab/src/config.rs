@@ -11,13 +11,28 @@ use crate::Error;
 /// packet in flight, so this bounds its memory with the ring size.
 pub const MAX_DELAY: Duration = Duration::from_secs(10);
 
-/// A lab's two directions.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// A lab's two directions, and how it treats the machine's CPUs.
+#[derive(Clone, Debug, PartialEq)]
 pub struct LabConfig {
     /// Sender to receiver (data).
     pub forward: Link,
     /// Receiver to sender (ACKs).
     pub reverse: Link,
+    /// Keep every CPU busy at nice 19 while the lab exists, so that no
+    /// vCPU halts and waits for the hypervisor to wake it (on a loaded
+    /// host, milliseconds of timer and packet latency). True by default;
+    /// on bare metal it only costs power. See docs/LAB.md.
+    pub keep_cpus_awake: bool,
+}
+
+impl Default for LabConfig {
+    fn default() -> LabConfig {
+        LabConfig {
+            forward: Link::default(),
+            reverse: Link::default(),
+            keep_cpus_awake: true,
+        }
+    }
 }
 
 impl LabConfig {
@@ -26,6 +41,7 @@ impl LabConfig {
         LabConfig {
             forward: link.clone(),
             reverse: link,
+            ..LabConfig::default()
         }
     }
 

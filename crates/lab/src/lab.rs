@@ -18,6 +18,7 @@ use std::net::Ipv4Addr;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::awake::Awake;
 use crate::config::{check_loss, Direction, LabConfig, MAX_DELAY};
 use crate::delay::{self, DelayLine, DelayStats, TUNS};
 use crate::filter::{self, Drops};
@@ -51,6 +52,7 @@ const EGRESS: [&str; 2] = [ROUTER_RECEIVER_SIDE_IF, ROUTER_SENDER_SIDE_IF];
 pub struct Lab {
     // Fields drop in order: the delay line stops before its namespace goes.
     delay: DelayLine,
+    _awake: Option<Awake>,
     sender: Node,
     router: Node,
     receiver: Node,
@@ -69,6 +71,7 @@ impl Lab {
         // refuse a new one, whose names differ.
         let _ = sweep::sweep();
         let id = sweep::next_id();
+        let awake = config.keep_cpus_awake.then(Awake::hold);
         let node = |role: &str, addr| Node::create(format!("{id}-{role}"), addr, &tools);
         // From here on, a failure drops what exists so far, in reverse
         // order: the delay line stops, then each namespace goes.
@@ -93,6 +96,7 @@ impl Lab {
         router.exec(&tools.iptables_restore, &["-w"], Some(&rules))?;
         Ok(Lab {
             delay,
+            _awake: awake,
             sender,
             router,
             receiver,

@@ -36,6 +36,7 @@
 
 use std::fmt;
 
+mod awake;
 mod config;
 mod delay;
 mod ecn;
@@ -44,6 +45,7 @@ mod lab;
 mod lane;
 mod netns;
 mod shaper;
+mod steal;
 mod sweep;
 mod tcp_info;
 mod tools;
@@ -55,6 +57,7 @@ pub use lab::{
     ROUTER_SENDER_SIDE_ADDR, ROUTER_SENDER_SIDE_IF, SENDER_ADDR, SENDER_IF,
 };
 pub use netns::Node;
+pub use steal::StealMeter;
 pub use sweep::sweep;
 pub use tcp_info::TcpInfo;
 

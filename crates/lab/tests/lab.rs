@@ -3,7 +3,11 @@
 //! says why and skips.
 //!
 //! The tests that measure rates or delays take a lock, so that they do not
-//! share this machine's two cores with each other.
+//! share this machine's two cores with each other. What they measure is
+//! split in two: invariants (never early, nothing lost, never above the
+//! configured rate), asserted always, and accuracy (at the rate, on
+//! time), asserted when the hypervisor left the machine alone while it
+//! was measured; see [`timed`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
@@ -13,7 +17,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use kleinrock_lab::{
-    Bottleneck, Direction, ErrorKind, Lab, LabConfig, Link, Node, Queue, TcpInfo, RECEIVER_ADDR,
+    Bottleneck, Direction, ErrorKind, Lab, LabConfig, Link, Node, Queue, StealMeter, TcpInfo,
+    RECEIVER_ADDR,
 };
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -31,6 +36,41 @@ fn lab(config: &LabConfig) -> Option<Lab> {
             None
         }
         Err(e) => panic!("{e}"),
+    }
+}
+
+/// The most of the machine's CPU time the hypervisor may take during a
+/// measurement for its accuracy to be asserted. On a quiet host the steal
+/// is 0-2%; when it is busy, 10-30%, and the lab's timers fire
+/// milliseconds late whatever the lab does.
+const QUIET_STEAL: f64 = 0.05;
+
+/// Runs a timing measurement until the host was quiet during it, at most
+/// three times. Returns the last result, and whether the host was quiet
+/// for it: the caller asserts accuracy only then, invariants always.
+fn timed<T>(what: &str, mut measure: impl FnMut() -> T) -> (T, bool) {
+    let mut shares = Vec::new();
+    loop {
+        let meter = StealMeter::start().unwrap();
+        let result = measure();
+        let share = meter.share().unwrap();
+        shares.push(format!("{:.1}%", share * 100.0));
+        if share < QUIET_STEAL {
+            eprintln!(
+                "{what}: the hypervisor took {} of the CPU time",
+                shares.join(", then ")
+            );
+            return (result, true);
+        }
+        if shares.len() == 3 {
+            eprintln!(
+                "{what}: the hypervisor took {} of the CPU time in three attempts, more than \
+                 {:.0}%: accuracy not asserted, invariants only",
+                shares.join(", "),
+                QUIET_STEAL * 100.0
+            );
+            return (result, false);
+        }
     }
 }
 
@@ -207,41 +247,54 @@ fn ping_rtt_is_twice_the_one_way_delay() {
     let Some(lab) = lab(&delay_both_ways(20)) else {
         return;
     };
-    let p = ping(lab.sender(), RECEIVER_ADDR, &["-c", "40", "-i", "0.02"]);
+    let (p, quiet) = timed("20 ms each way", || {
+        ping(lab.sender(), RECEIVER_ADDR, &["-c", "40", "-i", "0.02"])
+    });
     eprintln!("20 ms each way: {p:?}");
     assert_eq!(p.received, p.sent, "{p:?}");
     // Never early: each packet is held at least its delay both ways.
     assert!(p.min_ms >= 40.0, "{p:?}");
-    assert!(p.avg_ms < 41.5, "{p:?}");
+    assert!(!quiet || p.avg_ms < 41.5, "{p:?}");
 
     // A changed delay applies to the packets that follow.
     lab.set_delay(Direction::Both, Duration::from_millis(5))
         .unwrap();
     lab.set_delay(Direction::Reverse, Duration::from_millis(15))
         .unwrap();
-    let p = ping(lab.sender(), RECEIVER_ADDR, &["-c", "20", "-i", "0.02"]);
+    let (p, quiet) = timed("5 ms forward, 15 ms back", || {
+        ping(lab.sender(), RECEIVER_ADDR, &["-c", "20", "-i", "0.02"])
+    });
     eprintln!("5 ms forward, 15 ms back: {p:?}");
     assert_eq!(p.received, p.sent, "{p:?}");
-    assert!(p.min_ms >= 20.0 && p.avg_ms < 21.5, "{p:?}");
+    // Not the old 40 ms: a late packet is late by a stall, not by 20 ms
+    // on every packet.
+    assert!(p.min_ms >= 20.0 && p.min_ms < 30.0, "{p:?}");
+    assert!(!quiet || p.avg_ms < 21.5, "{p:?}");
     lab.check().unwrap();
 }
 
 #[test]
 fn the_delay_holds_under_a_100_mbit_flow() {
     let _serial = serial();
-    let Some(lab) = lab(&delay_both_ways(10)) else {
+    // A fresh lab per attempt, so that the delay line's counters are the
+    // attempt's own.
+    let (run, quiet) = timed("100 Mbit/s under a 10 ms delay", || {
+        let lab = lab(&delay_both_ways(10))?;
+        let pinger = ping_command(lab.sender(), RECEIVER_ADDR, &["-c", "40", "-i", "0.04"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t = bulk(&lab, 2.0, Some(100e6));
+        let p = parse_ping(&String::from_utf8_lossy(
+            &pinger.wait_with_output().unwrap().stdout,
+        ));
+        lab.check().unwrap();
+        Some((t, p, lab.delay_stats(Direction::Both)))
+    });
+    let Some((t, p, stats)) = run else {
         return;
     };
-    let pinger = ping_command(lab.sender(), RECEIVER_ADDR, &["-c", "40", "-i", "0.04"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t = bulk(&lab, 2.0, Some(100e6));
-    let p = parse_ping(&String::from_utf8_lossy(
-        &pinger.wait_with_output().unwrap().stdout,
-    ));
     let goodput = t.goodput_after(Duration::from_millis(500));
-    let stats = lab.delay_stats(Direction::Both);
     let mean_late = stats.late_total / stats.forwarded as u32;
     eprintln!(
         "100 Mbit/s paced: goodput {:.1} Mbit/s, {p:?}, delay line late by {mean_late:?} on average, \
@@ -249,16 +302,19 @@ fn the_delay_holds_under_a_100_mbit_flow() {
         goodput / 1e6
     );
     assert_eq!(t.received(), t.sent);
-    assert!((goodput - 100e6).abs() < 10e6, "{goodput}");
     assert_eq!(p.received, p.sent, "{p:?}");
-    assert!(p.min_ms >= 20.0 && p.avg_ms < 22.0, "{p:?}");
-    assert!(mean_late < Duration::from_millis(1), "{stats:?}");
+    assert!(p.min_ms >= 20.0, "{p:?}");
+    assert!(goodput < 110e6, "{goodput}");
     assert_eq!(
         (stats.overflow_drops, stats.write_errors),
         (0, 0),
         "{stats:?}"
     );
-    lab.check().unwrap();
+    if quiet {
+        assert!((goodput - 100e6).abs() < 10e6, "{goodput}");
+        assert!(p.avg_ms < 22.0, "{p:?}");
+        assert!(mean_late < Duration::from_millis(1), "{stats:?}");
+    }
 }
 
 #[test]
@@ -274,10 +330,14 @@ fn tbf_carries_tcp_at_the_configured_rate() {
         delay: Duration::from_millis(5),
         ..Link::default()
     };
-    let Some(lab) = lab(&LabConfig { forward, reverse }) else {
+    let Some(lab) = lab(&LabConfig {
+        forward,
+        reverse,
+        ..LabConfig::default()
+    }) else {
         return;
     };
-    let t = bulk(&lab, 3.0, None);
+    let (t, quiet) = timed("tbf 20 Mbit/s", || bulk(&lab, 3.0, None));
     let goodput = t.goodput_after(Duration::from_secs(1));
     let expected = 20e6 * PAYLOAD_PER_FRAME;
     eprintln!(
@@ -286,7 +346,12 @@ fn tbf_carries_tcp_at_the_configured_rate() {
         expected / 1e6
     );
     assert_eq!(t.received(), t.sent);
-    assert!((goodput - expected).abs() < 0.1 * expected, "{goodput}");
+    // A busy host can slow the flow down, never speed the link up.
+    assert!(goodput < 1.1 * expected, "{goodput}");
+    assert!(
+        !quiet || (goodput - expected).abs() < 0.1 * expected,
+        "{goodput}"
+    );
     lab.check().unwrap();
 }
 
@@ -396,11 +461,15 @@ fn the_delay_lines_bottleneck_marks_ect_packets_and_tcp_sees_ece() {
         delay: Duration::from_millis(5),
         ..Link::default()
     };
-    let Some(lab) = lab(&LabConfig { forward, reverse }) else {
+    let Some(lab) = lab(&LabConfig {
+        forward,
+        reverse,
+        ..LabConfig::default()
+    }) else {
         return;
     };
     lab.sender().sysctl("net.ipv4.tcp_ecn", "1").unwrap();
-    let t = bulk(&lab, 2.0, None);
+    let (t, quiet) = timed("ECN at K=10", || bulk(&lab, 2.0, None));
     let marks = lab.delay_stats(Direction::Forward);
     let goodput = t.goodput_after(Duration::from_millis(500));
     eprintln!(
@@ -414,7 +483,11 @@ fn the_delay_lines_bottleneck_marks_ect_packets_and_tcp_sees_ece() {
     assert!(t.sender.delivered_ce > 0, "{:?}", t.sender);
     // The bottleneck's own rate, as tbf would count it.
     let expected = 10e6 * PAYLOAD_PER_FRAME;
-    assert!((goodput - expected).abs() < 0.1 * expected, "{goodput}");
+    assert!(goodput < 1.1 * expected, "{goodput}");
+    assert!(
+        !quiet || (goodput - expected).abs() < 0.1 * expected,
+        "{goodput}"
+    );
     assert_eq!(lab.delay_stats(Direction::Reverse).ce_marked, 0);
 
     // Without ECN the same flow's packets are Not-ECT: never marked.
@@ -570,13 +643,19 @@ fn two_labs_at_once_have_their_own_names_and_links() {
     assert!(all
         .iter()
         .all(|n| n.starts_with("krlab-") && netns_exists(n)));
-    let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| ping(short.sender(), RECEIVER_ADDR, &["-c", "20", "-i", "0.02"]));
-        let b = s.spawn(|| ping(long.sender(), RECEIVER_ADDR, &["-c", "20", "-i", "0.02"]));
-        (a.join().unwrap(), b.join().unwrap())
+    let ((a, b), quiet) = timed("two labs at once", || {
+        std::thread::scope(|s| {
+            let a = s.spawn(|| ping(short.sender(), RECEIVER_ADDR, &["-c", "20", "-i", "0.02"]));
+            let b = s.spawn(|| ping(long.sender(), RECEIVER_ADDR, &["-c", "20", "-i", "0.02"]));
+            (a.join().unwrap(), b.join().unwrap())
+        })
     });
-    assert!(a.min_ms >= 10.0 && a.avg_ms < 11.5, "{a:?}");
-    assert!(b.min_ms >= 30.0 && b.avg_ms < 31.5, "{b:?}");
+    assert!(a.min_ms >= 10.0 && a.min_ms < 20.0, "{a:?}");
+    assert!(b.min_ms >= 30.0, "{b:?}");
+    assert!(
+        !quiet || (a.avg_ms < 11.5 && b.avg_ms < 31.5),
+        "{a:?} {b:?}"
+    );
     assert_eq!(host_interfaces(), before);
 }
 
