@@ -29,6 +29,12 @@ impl<'a> JsonWriter<'a> {
         }
     }
 
+    /// The bytes written so far (the caller may take them away: what
+    /// follows does not depend on them).
+    pub fn buf(&mut self) -> &mut Vec<u8> {
+        self.out
+    }
+
     /// The separator and indentation before an element.
     fn next(&mut self) {
         let skip = usize::from(self.empty);

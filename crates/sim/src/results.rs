@@ -323,10 +323,16 @@ impl LinkSummary {
     }
 }
 
-/// Appends one results file's bytes.
-type Fill = fn(&Results, &mut Vec<u8>);
+/// Appends one results file's bytes to a buffer, calling the spill
+/// function on the buffer after each record.
+type Fill = fn(&Results, &mut Vec<u8>, &mut dyn FnMut(&mut Vec<u8>));
 
-/// Replaces the file at `path` with `bytes`, in one write.
+/// A results file is written whenever its buffer holds this much: writing
+/// touches (and the kernel zeroes) no more memory than this for any run,
+/// and a small run's file still goes out in a write or two.
+const SPILL: usize = 64 << 10;
+
+/// Creates the file at `path`, replacing any file there.
 ///
 /// Removed and created anew rather than truncated: on ext4, a file
 /// truncated to zero and rewritten gets its blocks allocated when it is
@@ -336,12 +342,12 @@ type Fill = fn(&Results, &mut Vec<u8>);
 /// file's blocks stay unallocated until writeback, so removing it before
 /// then frees nothing. (A symlink in the output directory is replaced
 /// rather than written through.)
-fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+fn replace_file(path: &Path) -> io::Result<std::fs::File> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    std::fs::write(path, bytes)
+    std::fs::File::create(path)
 }
 
 /// A run's results.
@@ -414,6 +420,10 @@ impl Results {
                 + 220 * self.queue_series.len()
                 + 90 * self.ping_series.len(),
         );
+        self.json_spilled(out, &mut |_| {});
+    }
+
+    fn json_spilled(&self, out: &mut Vec<u8>, spill: &mut dyn FnMut(&mut Vec<u8>)) {
         let mut j = JsonWriter::new(out);
         j.begin_object();
         j.field_f64("duration_s", self.duration_s);
@@ -429,16 +439,24 @@ impl Results {
         j.end_object();
         j.field_array("pings", &self.pings, |j, p| p.json(j));
         j.field_array("udp", &self.udp, |j, u| u.json(j));
-        j.field_array("flow_series", &self.flow_series, |j, s| s.json(j));
-        j.field_array("queue_series", &self.queue_series, |j, s| s.json(j));
-        j.field_array("ping_series", &self.ping_series, |j, s| s.json(j));
+        j.field_array("flow_series", &self.flow_series, |j, s| {
+            s.json(j);
+            spill(j.buf());
+        });
+        j.field_array("queue_series", &self.queue_series, |j, s| {
+            s.json(j);
+            spill(j.buf());
+        });
+        j.field_array("ping_series", &self.ping_series, |j, s| {
+            s.json(j);
+            spill(j.buf());
+        });
         j.end_object();
     }
 
-    /// Appends flows.csv.
-    pub fn flows_csv_into(&self, out: &mut Vec<u8>) {
+    /// flows.csv.
+    fn flows_csv(&self, out: &mut Vec<u8>, spill: &mut dyn FnMut(&mut Vec<u8>)) {
         out.extend_from_slice(b"t,flow,goodput_bps,throughput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,delivery_rate_bps,retransmits,segs_out,ca_state\n");
-        out.reserve(120 * self.flow_series.len());
         for s in &self.flow_series {
             push_fixed(out, s.t, 6);
             out.push(b',');
@@ -462,13 +480,13 @@ impl Results {
             out.push(b',');
             out.extend_from_slice(s.ca_state.as_bytes());
             out.push(b'\n');
+            spill(out);
         }
     }
 
-    /// Appends queues.csv.
-    pub fn queues_csv_into(&self, out: &mut Vec<u8>) {
+    /// queues.csv.
+    fn queues_csv(&self, out: &mut Vec<u8>, spill: &mut dyn FnMut(&mut Vec<u8>)) {
         out.extend_from_slice(b"t,link,packets,bytes,delay_us,drops,marks\n");
-        out.reserve(40 * self.queue_series.len());
         for s in &self.queue_series {
             push_fixed(out, s.t, 6);
             out.push(b',');
@@ -480,13 +498,13 @@ impl Results {
                 push_int(out, v);
             }
             out.push(b'\n');
+            spill(out);
         }
     }
 
-    /// Appends pings.csv.
-    pub fn pings_csv_into(&self, out: &mut Vec<u8>) {
+    /// pings.csv.
+    fn pings_csv(&self, out: &mut Vec<u8>, spill: &mut dyn FnMut(&mut Vec<u8>)) {
         out.extend_from_slice(b"t,ping,rtt_ms\n");
-        out.reserve(24 * self.ping_series.len());
         for s in &self.ping_series {
             push_fixed(out, s.t, 6);
             out.push(b',');
@@ -494,11 +512,12 @@ impl Results {
             out.push(b',');
             push_fixed(out, s.rtt_ms, 3);
             out.push(b'\n');
+            spill(out);
         }
     }
 
-    /// Appends summary.csv.
-    pub fn summary_csv_into(&self, out: &mut Vec<u8>) {
+    /// summary.csv (one row per flow).
+    fn summary_csv(&self, out: &mut Vec<u8>, _spill: &mut dyn FnMut(&mut Vec<u8>)) {
         out.extend_from_slice(b"flow,cc,direction,rtt_ms,goodput_bps,bytes,retransmits,rtos,tlps,rtt_p50_ms,rtt_p95_ms,rtt_p99_ms,completion_s\n");
         for x in &self.flows {
             // One row per flow: core::fmt's shortest floats are fine here.
@@ -523,21 +542,31 @@ impl Results {
     }
 
     /// Writes results.json, flows.csv, queues.csv, pings.csv and
-    /// summary.csv, each with one write.
+    /// summary.csv through one reused buffer of about [`SPILL`] bytes.
     pub fn write(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        let mut buf = Vec::new();
+        let mut buf = Vec::with_capacity(SPILL + (8 << 10));
         let files: [(&str, Fill); 5] = [
-            ("results.json", Results::json_into),
-            ("flows.csv", Results::flows_csv_into),
-            ("queues.csv", Results::queues_csv_into),
-            ("pings.csv", Results::pings_csv_into),
-            ("summary.csv", Results::summary_csv_into),
+            ("results.json", Results::json_spilled),
+            ("flows.csv", Results::flows_csv),
+            ("queues.csv", Results::queues_csv),
+            ("pings.csv", Results::pings_csv),
+            ("summary.csv", Results::summary_csv),
         ];
         for (name, fill) in files {
+            let mut file = replace_file(&dir.join(name))?;
+            let mut status = Ok(());
             buf.clear();
-            fill(self, &mut buf);
-            replace_file(&dir.join(name), &buf)?;
+            fill(self, &mut buf, &mut |b| {
+                if b.len() >= SPILL {
+                    if status.is_ok() {
+                        status = file.write_all(b);
+                    }
+                    b.clear();
+                }
+            });
+            status?;
+            file.write_all(&buf)?;
         }
         Ok(())
     }

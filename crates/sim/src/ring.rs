@@ -40,11 +40,6 @@ impl<T: Copy + Default> Ring<T> {
         self.len == 0
     }
 
-    /// Position of the first record (of the next one pushed, when empty).
-    pub fn start(&self) -> u32 {
-        self.start
-    }
-
     /// Position the next pushed record gets.
     pub fn end(&self) -> u32 {
         self.start.wrapping_add(self.len)
@@ -156,7 +151,7 @@ mod tests {
                 proptest::prop_assert_eq!(r.front(), d.front());
                 proptest::prop_assert!(r.iter().eq(d.iter()));
                 for (k, v) in d.iter().enumerate() {
-                    let pos = r.start().wrapping_add(k as u32);
+                    let pos = r.start.wrapping_add(k as u32);
                     proptest::prop_assert!(r.contains(pos));
                     proptest::prop_assert_eq!(r.get(pos), v);
                 }
