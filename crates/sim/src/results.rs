@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::decimal::{push_fixed, push_int};
-use crate::json::JsonWriter;
+use crate::json::{record_key, JsonWriter};
 use crate::link::LinkStats;
 use crate::world::Config;
 
@@ -219,24 +219,24 @@ impl From<LinkStats> for LinkSummary {
 impl FlowSummary {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_u64("flow", self.flow.into());
-        j.field_str("cc", &self.cc);
-        j.field_str("direction", self.direction);
-        j.field_f64("rtt_ms", self.rtt_ms);
-        j.field_f64("goodput_bps", self.goodput_bps);
-        j.field_u64("bytes", self.bytes);
-        j.field_u64("segments_sent", self.segments_sent);
-        j.field_u64("retransmits", self.retransmits);
-        j.field_u64("rtos", self.rtos);
-        j.field_u64("tlps", self.tlps);
-        j.field_u64("recoveries", self.recoveries);
-        j.field_f64("rtt_p50_ms", self.rtt_p50_ms);
-        j.field_f64("rtt_p95_ms", self.rtt_p95_ms);
-        j.field_f64("rtt_p99_ms", self.rtt_p99_ms);
-        j.field_u64("responses", self.responses);
-        j.field_f64("response_p50_ms", self.response_p50_ms);
-        j.field_f64("response_p95_ms", self.response_p95_ms);
-        j.key("completion_s");
+        j.at_u64(record_key!("flow"), self.flow.into());
+        j.at_str(record_key!("cc"), &self.cc);
+        j.at_str(record_key!("direction"), self.direction);
+        j.at_f64(record_key!("rtt_ms"), self.rtt_ms);
+        j.at_f64(record_key!("goodput_bps"), self.goodput_bps);
+        j.at_u64(record_key!("bytes"), self.bytes);
+        j.at_u64(record_key!("segments_sent"), self.segments_sent);
+        j.at_u64(record_key!("retransmits"), self.retransmits);
+        j.at_u64(record_key!("rtos"), self.rtos);
+        j.at_u64(record_key!("tlps"), self.tlps);
+        j.at_u64(record_key!("recoveries"), self.recoveries);
+        j.at_f64(record_key!("rtt_p50_ms"), self.rtt_p50_ms);
+        j.at_f64(record_key!("rtt_p95_ms"), self.rtt_p95_ms);
+        j.at_f64(record_key!("rtt_p99_ms"), self.rtt_p99_ms);
+        j.at_u64(record_key!("responses"), self.responses);
+        j.at_f64(record_key!("response_p50_ms"), self.response_p50_ms);
+        j.at_f64(record_key!("response_p95_ms"), self.response_p95_ms);
+        j.key_prefixed(record_key!("completion_s"));
         j.opt_f64(self.completion_s);
         j.end_object();
     }
@@ -245,20 +245,20 @@ impl FlowSummary {
 impl FlowSample {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_f64("t", self.t);
-        j.field_u64("flow", self.flow.into());
-        j.field_f64("goodput_bps", self.goodput_bps);
-        j.field_f64("throughput_bps", self.throughput_bps);
-        j.field_u64("cwnd", self.cwnd.into());
-        j.field_u64("ssthresh", self.ssthresh.into());
-        j.field_u64("srtt_us", self.srtt_us.into());
-        j.field_u64("min_rtt_us", self.min_rtt_us.into());
-        j.field_u64("inflight", self.inflight.into());
-        j.field_u64("pacing_rate_bps", self.pacing_rate_bps);
-        j.field_f64("delivery_rate_bps", self.delivery_rate_bps);
-        j.field_u64("retransmits", self.retransmits);
-        j.field_u64("segs_out", self.segs_out);
-        j.field_str("ca_state", self.ca_state);
+        j.at_f64(record_key!("t"), self.t);
+        j.at_u64(record_key!("flow"), self.flow.into());
+        j.at_f64(record_key!("goodput_bps"), self.goodput_bps);
+        j.at_f64(record_key!("throughput_bps"), self.throughput_bps);
+        j.at_u64(record_key!("cwnd"), self.cwnd.into());
+        j.at_u64(record_key!("ssthresh"), self.ssthresh.into());
+        j.at_u64(record_key!("srtt_us"), self.srtt_us.into());
+        j.at_u64(record_key!("min_rtt_us"), self.min_rtt_us.into());
+        j.at_u64(record_key!("inflight"), self.inflight.into());
+        j.at_u64(record_key!("pacing_rate_bps"), self.pacing_rate_bps);
+        j.at_f64(record_key!("delivery_rate_bps"), self.delivery_rate_bps);
+        j.at_u64(record_key!("retransmits"), self.retransmits);
+        j.at_u64(record_key!("segs_out"), self.segs_out);
+        j.at_str(record_key!("ca_state"), self.ca_state);
         j.end_object();
     }
 }
@@ -266,13 +266,13 @@ impl FlowSample {
 impl QueueSample {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_f64("t", self.t);
-        j.field_str("link", self.link);
-        j.field_u64("packets", self.packets.into());
-        j.field_u64("bytes", self.bytes);
-        j.field_u64("delay_us", self.delay_us);
-        j.field_u64("drops", self.drops);
-        j.field_u64("marks", self.marks);
+        j.at_f64(record_key!("t"), self.t);
+        j.at_str(record_key!("link"), self.link);
+        j.at_u64(record_key!("packets"), self.packets.into());
+        j.at_u64(record_key!("bytes"), self.bytes);
+        j.at_u64(record_key!("delay_us"), self.delay_us);
+        j.at_u64(record_key!("drops"), self.drops);
+        j.at_u64(record_key!("marks"), self.marks);
         j.end_object();
     }
 }
@@ -280,9 +280,9 @@ impl QueueSample {
 impl PingSample {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_f64("t", self.t);
-        j.field_u64("ping", self.ping.into());
-        j.field_f64("rtt_ms", self.rtt_ms);
+        j.at_f64(record_key!("t"), self.t);
+        j.at_u64(record_key!("ping"), self.ping.into());
+        j.at_f64(record_key!("rtt_ms"), self.rtt_ms);
         j.end_object();
     }
 }
@@ -290,12 +290,12 @@ impl PingSample {
 impl PingSummary {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_u64("ping", self.ping.into());
-        j.field_f64("rtt_ms", self.rtt_ms);
-        j.field_u64("sent", self.sent);
-        j.field_u64("received", self.received);
-        j.field_f64("rtt_p50_ms", self.rtt_p50_ms);
-        j.field_f64("rtt_p95_ms", self.rtt_p95_ms);
+        j.at_u64(record_key!("ping"), self.ping.into());
+        j.at_f64(record_key!("rtt_ms"), self.rtt_ms);
+        j.at_u64(record_key!("sent"), self.sent);
+        j.at_u64(record_key!("received"), self.received);
+        j.at_f64(record_key!("rtt_p50_ms"), self.rtt_p50_ms);
+        j.at_f64(record_key!("rtt_p95_ms"), self.rtt_p95_ms);
         j.end_object();
     }
 }
@@ -303,10 +303,10 @@ impl PingSummary {
 impl UdpSummary {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_u64("udp", self.udp.into());
-        j.field_u64("sent", self.sent);
-        j.field_f64("goodput_bps", self.goodput_bps);
-        j.field_f64("loss", self.loss);
+        j.at_u64(record_key!("udp"), self.udp.into());
+        j.at_u64(record_key!("sent"), self.sent);
+        j.at_f64(record_key!("goodput_bps"), self.goodput_bps);
+        j.at_f64(record_key!("loss"), self.loss);
         j.end_object();
     }
 }
