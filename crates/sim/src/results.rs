@@ -63,8 +63,12 @@ impl Histogram {
 
     /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &Histogram) {
-        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
-            *a += b;
+        // Only the buckets `other` uses are written: the rest of a fresh
+        // histogram's 17 KB stays untouched (no page faults for zeros).
+        for (a, &b) in self.buckets.iter_mut().zip(&other.buckets) {
+            if b != 0 {
+                *a += b;
+            }
         }
         self.count += other.count;
     }
