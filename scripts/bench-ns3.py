@@ -2,17 +2,25 @@
 """Kleinrock's simulator against ns-3, side by side, on the anchor cases.
 
 Runs the ns-3 dumbbell (ns-3.44, ../shared/anchors/ns3, built with its
-build.sh) and `kleinrock sim` on the same cases, alternating A B A B ... in
-one session, and prints per case: both median wall times, their ratio,
-bottleneck packets per wall second, and both goodputs.
+build.sh) and `kleinrock sim SCENARIO --out DIR` on the same cases,
+alternating ns-3 and Kleinrock in one session, and prints per case: the
+median wall times of the whole processes, their ratio, bottleneck packets
+per wall second, and both goodputs.
 
     scripts/bench-ns3.py [--reps 3] [--cases A,B,C1,C2,D,E,F,F0] [--ns3 PATH]
+                         [--link static|dynamic|both]
 
 (ns-3 takes minutes on C2; `--cases A,B,C1,D,E,F,F0` leaves it out.)
 
 The ns-3 binary is found at $NS3_BIN, else built once into
 ~/.cache/kleinrock/ns3 from the anchor (needs python3-venv and g++; the
-PyPI package `ns3` is downloaded). Kleinrock is built in release mode.
+PyPI package `ns3` is downloaded). Kleinrock is built in release mode
+(into $CARGO_TARGET_DIR if set), statically linked (`-C
+target-feature=+crt-static --target HOST`, the binary a release would ship:
+no dynamic loader at start, about 0.4 ms less per process here) and, with
+`--link both` (the default), also as `cargo build --release` links it;
+each repetition runs ns-3, then the static, then the dynamic binary, and
+the table gives both.
 """
 import argparse
 import json
@@ -77,37 +85,68 @@ def run_kleinrock(binary, scenario, out_dir):
     return wall, goodput, r["links"]["up"]["tx_packets"]
 
 
+def host_triple():
+    out = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
+    return next(l.split()[1] for l in out.splitlines() if l.startswith("host:"))
+
+
+def build_kleinrock(link):
+    """Builds kleinrock; returns the binary's path."""
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    if link == "dynamic":
+        subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
+        return os.path.join(target, "release", "kleinrock")
+    triple = host_triple()
+    if not triple.endswith("-linux-gnu"):
+        sys.exit(f"--link static needs a *-linux-gnu host (glibc), not {triple}; use --link dynamic")
+    # An explicit --target keeps the flag off build scripts and proc
+    # macros, which cannot be linked statically.
+    env = dict(os.environ, RUSTFLAGS="-C target-feature=+crt-static")
+    subprocess.run(["cargo", "build", "--release", "-q", "--target", triple], cwd=ROOT, check=True, env=env)
+    return os.path.join(target, triple, "release", "kleinrock")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--ns3", help="path to the ns-3 dumbbell binary")
+    ap.add_argument("--link", choices=["static", "dynamic", "both"], default="both",
+                    help="which kleinrock build(s) to measure (default both)")
     a = ap.parse_args()
     cases = a.cases.split(",")
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         sys.exit(f"unknown case {unknown[0]}; valid cases are {', '.join(CASES)}")
-    subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    kr = os.path.join(target, "release", "kleinrock")
+    links = ["static", "dynamic"] if a.link == "both" else [a.link]
+    krs = {link: build_kleinrock(link) for link in links}
     ns3 = ns3_binary(a.ns3)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for c in cases:
             params, scenario = CASES[c]
             scenario = os.path.join(ROOT, "scenarios", scenario)
-            n, k = [], []
+            n, k = [], {link: [] for link in links}
             for rep in range(1, a.reps + 1):
                 n.append(run_ns3(ns3, params, rep))
-                k.append(run_kleinrock(kr, scenario, tmp))
-                print(f"  {c} rep {rep}: ns-3 {n[-1][0]:.2f} s, kleinrock {k[-1][0]:.3f} s", file=sys.stderr)
+                for link in links:
+                    k[link].append(run_kleinrock(krs[link], scenario, tmp))
+                times = ", ".join(f"kleinrock {link} {k[link][-1][0]:.4f} s" for link in links)
+                print(f"  {c} rep {rep}: ns-3 {n[-1][0]:.2f} s, {times}", file=sys.stderr)
             nw = statistics.median(x[0] for x in n)
-            kw = statistics.median(x[0] for x in k)
-            rows.append((c, nw, kw, nw / kw, n[0][2] / nw, k[0][2] / kw, statistics.median(x[1] for x in n), k[0][1]))
-    print(f"| case | ns-3 wall s | Kleinrock wall s | ratio | ns-3 bn pkts/s | Kleinrock bn pkts/s | ns-3 goodput Mbit/s | Kleinrock goodput Mbit/s |")
-    print("|---|---|---|---|---|---|---|---|")
-    for c, nw, kw, ratio, npps, kpps, ng, kg in rows:
-        print(f"| {c} | {nw:.2f} | {kw:.3f} | {ratio:.0f}x | {npps:,.0f} | {kpps:,.0f} | {ng:.2f} | {kg:.2f} |")
+            kw = {link: statistics.median(x[0] for x in k[link]) for link in links}
+            first = k[links[0]]
+            rows.append((c, nw, kw, n[0][2] / nw, first[0][2] / kw[links[0]], statistics.median(x[1] for x in n), first[0][1]))
+    head = "| case | ns-3 wall s |"
+    for link in links:
+        head += f" Kleinrock ({link}) wall s | ratio ({link}) |"
+    print(head + f" ns-3 bn pkts/s | Kleinrock ({links[0]}) bn pkts/s | ns-3 goodput Mbit/s | Kleinrock goodput Mbit/s |")
+    print("|---" * (2 + 2 * len(links) + 4) + "|")
+    for c, nw, kw, npps, kpps, ng, kg in rows:
+        line = f"| {c} | {nw:.2f} |"
+        for link in links:
+            line += f" {kw[link]:.4f} | {nw / kw[link]:.0f}x |"
+        print(line + f" {npps:,.0f} | {kpps:,.0f} | {ng:.2f} | {kg:.2f} |")
 
 
 if __name__ == "__main__":

@@ -238,7 +238,9 @@ impl Hook {
     /// Only the hook runs: the TCP core's reaction to the result (assigning
     /// ssthresh, restoring cwnd) belongs to the caller, exactly as the
     /// kernel separates them.
-    #[inline]
+    /// Inlined everywhere: a caller names one hook, and the match folds to
+    /// that hook's call.
+    #[inline(always)]
     pub fn call<C: CongestionControl + ?Sized>(&self, cc: &mut C, sk: &mut Sock) -> u32 {
         match *self {
             Hook::Init => cc.init(sk),

@@ -8,6 +8,16 @@
 
 use crate::decimal::{push_int, push_shortest};
 
+/// The constant that [`JsonWriter::key_prefixed`] takes for `key` in an
+/// object nested three deep (the records of a results file):
+/// `record_key!("t")` is `",\n      \"t\": "`.
+macro_rules! record_key {
+    ($key:literal) => {
+        concat!(",\n      \"", $key, "\": ")
+    };
+}
+pub(crate) use record_key;
+
 pub struct JsonWriter<'a> {
     out: &'a mut Vec<u8>,
     /// `,\n` and the current indentation: what precedes an element (the
@@ -27,6 +37,12 @@ impl<'a> JsonWriter<'a> {
             sep,
             empty: true,
         }
+    }
+
+    /// The bytes written so far (the caller may take them away: what
+    /// follows does not depend on them).
+    pub fn buf(&mut self) -> &mut Vec<u8> {
+        self.out
     }
 
     /// The separator and indentation before an element.
@@ -71,6 +87,18 @@ impl<'a> JsonWriter<'a> {
     /// Starts the next array element; a value must follow.
     pub fn element(&mut self) {
         self.next();
+    }
+
+    /// Writes a key given whole as `,\n`, the indentation of the current
+    /// depth, `"key": ` (see [`record_key!`]): one copy of a constant, the
+    /// cheapest way to write the many keys of a long series. The comma is
+    /// dropped for the first element.
+    #[inline(always)]
+    pub fn key_prefixed(&mut self, prefixed: &'static str) {
+        debug_assert!(prefixed.as_bytes().starts_with(&self.sep));
+        let skip = usize::from(self.empty);
+        self.out.extend_from_slice(&prefixed.as_bytes()[skip..]);
+        self.empty = false;
     }
 
     /// Writes `"key": `; a value must follow. Keys are Rust field names,
@@ -140,6 +168,25 @@ impl<'a> JsonWriter<'a> {
         self.out.push(b'"');
     }
 
+    /// A key given whole (see [`JsonWriter::key_prefixed`]) and its value.
+    #[inline(always)]
+    pub fn at_u64(&mut self, prefixed: &'static str, v: u64) {
+        self.key_prefixed(prefixed);
+        self.u64(v);
+    }
+
+    #[inline(always)]
+    pub fn at_f64(&mut self, prefixed: &'static str, v: f64) {
+        self.key_prefixed(prefixed);
+        self.f64(v);
+    }
+
+    #[inline(always)]
+    pub fn at_str(&mut self, prefixed: &'static str, v: &str) {
+        self.key_prefixed(prefixed);
+        self.str(v);
+    }
+
     /// `"key": value` for the common cases.
     pub fn field_u64(&mut self, key: &str, v: u64) {
         self.key(key);
@@ -149,11 +196,6 @@ impl<'a> JsonWriter<'a> {
     pub fn field_f64(&mut self, key: &str, v: f64) {
         self.key(key);
         self.f64(v);
-    }
-
-    pub fn field_str(&mut self, key: &str, v: &str) {
-        self.key(key);
-        self.str(v);
     }
 
     /// `"key": [...]`, one element per item, each written by `each`.
@@ -195,7 +237,8 @@ mod tests {
         j.field_f64("b", v.b);
         j.key("c");
         j.opt_f64(v.c);
-        j.field_str("s", &v.s);
+        j.key("s");
+        j.str(&v.s);
         j.end_object();
     }
 
@@ -245,6 +288,37 @@ mod tests {
             String::from_utf8(out).unwrap(),
             serde_json::to_string_pretty(&v).unwrap()
         );
+    }
+
+    #[test]
+    fn prefixed_keys_write_what_plain_keys_write_three_deep() {
+        let write = |prefixed: bool| {
+            let mut out = Vec::new();
+            let mut j = JsonWriter::new(&mut out);
+            j.begin_object();
+            j.key("series");
+            j.begin_array();
+            for i in 0..2 {
+                j.element();
+                j.begin_object();
+                if prefixed {
+                    j.at_u64(record_key!("n"), i);
+                    j.at_f64(record_key!("x"), 0.5);
+                    j.at_str(record_key!("s"), "a");
+                } else {
+                    j.field_u64("n", i);
+                    j.field_f64("x", 0.5);
+                    j.key("s");
+                    j.str("a");
+                }
+                j.end_object();
+            }
+            j.end_array();
+            j.end_object();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(write(true), write(false));
+        assert!(write(true).contains("{\n      \"n\": 1,\n      \"x\": 0.5,"));
     }
 
     #[test]

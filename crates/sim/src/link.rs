@@ -83,6 +83,7 @@ impl Link {
         }
     }
 
+    #[inline(always)]
     fn lose(&mut self, rng: &mut SplitMix64, p: &Packet) -> bool {
         let index = self.stats.tx_packets;
         self.stats.tx_packets += 1;
@@ -111,7 +112,7 @@ impl Link {
     /// A packet arrives at `now`. A FIFO decides on the spot and may mark
     /// `p` (it then departs as marked); the other qdiscs take a copy.
     /// Inlined: the FIFO's is the per-packet path of most runs.
-    #[inline]
+    #[inline(always)]
     pub fn arrive(&mut self, now: Time, p: &mut Packet, rng: &mut SplitMix64) -> Arrival {
         let Qdisc::Fifo(f) = &mut self.qdisc else {
             return self.arrive_queued(now, p, rng);

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::decimal::{push_fixed, push_int};
-use crate::json::JsonWriter;
+use crate::json::{record_key, JsonWriter};
 use crate::link::LinkStats;
 use crate::world::Config;
 
@@ -63,8 +63,12 @@ impl Histogram {
 
     /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &Histogram) {
-        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
-            *a += b;
+        // Only the buckets `other` uses are written: the rest of a fresh
+        // histogram's 17 KB stays untouched (no page faults for zeros).
+        for (a, &b) in self.buckets.iter_mut().zip(&other.buckets) {
+            if b != 0 {
+                *a += b;
+            }
         }
         self.count += other.count;
     }
@@ -219,24 +223,24 @@ impl From<LinkStats> for LinkSummary {
 impl FlowSummary {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_u64("flow", self.flow.into());
-        j.field_str("cc", &self.cc);
-        j.field_str("direction", self.direction);
-        j.field_f64("rtt_ms", self.rtt_ms);
-        j.field_f64("goodput_bps", self.goodput_bps);
-        j.field_u64("bytes", self.bytes);
-        j.field_u64("segments_sent", self.segments_sent);
-        j.field_u64("retransmits", self.retransmits);
-        j.field_u64("rtos", self.rtos);
-        j.field_u64("tlps", self.tlps);
-        j.field_u64("recoveries", self.recoveries);
-        j.field_f64("rtt_p50_ms", self.rtt_p50_ms);
-        j.field_f64("rtt_p95_ms", self.rtt_p95_ms);
-        j.field_f64("rtt_p99_ms", self.rtt_p99_ms);
-        j.field_u64("responses", self.responses);
-        j.field_f64("response_p50_ms", self.response_p50_ms);
-        j.field_f64("response_p95_ms", self.response_p95_ms);
-        j.key("completion_s");
+        j.at_u64(record_key!("flow"), self.flow.into());
+        j.at_str(record_key!("cc"), &self.cc);
+        j.at_str(record_key!("direction"), self.direction);
+        j.at_f64(record_key!("rtt_ms"), self.rtt_ms);
+        j.at_f64(record_key!("goodput_bps"), self.goodput_bps);
+        j.at_u64(record_key!("bytes"), self.bytes);
+        j.at_u64(record_key!("segments_sent"), self.segments_sent);
+        j.at_u64(record_key!("retransmits"), self.retransmits);
+        j.at_u64(record_key!("rtos"), self.rtos);
+        j.at_u64(record_key!("tlps"), self.tlps);
+        j.at_u64(record_key!("recoveries"), self.recoveries);
+        j.at_f64(record_key!("rtt_p50_ms"), self.rtt_p50_ms);
+        j.at_f64(record_key!("rtt_p95_ms"), self.rtt_p95_ms);
+        j.at_f64(record_key!("rtt_p99_ms"), self.rtt_p99_ms);
+        j.at_u64(record_key!("responses"), self.responses);
+        j.at_f64(record_key!("response_p50_ms"), self.response_p50_ms);
+        j.at_f64(record_key!("response_p95_ms"), self.response_p95_ms);
+        j.key_prefixed(record_key!("completion_s"));
         j.opt_f64(self.completion_s);
         j.end_object();
     }
@@ -245,20 +249,20 @@ impl FlowSummary {
 impl FlowSample {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_f64("t", self.t);
-        j.field_u64("flow", self.flow.into());
-        j.field_f64("goodput_bps", self.goodput_bps);
-        j.field_f64("throughput_bps", self.throughput_bps);
-        j.field_u64("cwnd", self.cwnd.into());
-        j.field_u64("ssthresh", self.ssthresh.into());
-        j.field_u64("srtt_us", self.srtt_us.into());
-        j.field_u64("min_rtt_us", self.min_rtt_us.into());
-        j.field_u64("inflight", self.inflight.into());
-        j.field_u64("pacing_rate_bps", self.pacing_rate_bps);
-        j.field_f64("delivery_rate_bps", self.delivery_rate_bps);
-        j.field_u64("retransmits", self.retransmits);
-        j.field_u64("segs_out", self.segs_out);
-        j.field_str("ca_state", self.ca_state);
+        j.at_f64(record_key!("t"), self.t);
+        j.at_u64(record_key!("flow"), self.flow.into());
+        j.at_f64(record_key!("goodput_bps"), self.goodput_bps);
+        j.at_f64(record_key!("throughput_bps"), self.throughput_bps);
+        j.at_u64(record_key!("cwnd"), self.cwnd.into());
+        j.at_u64(record_key!("ssthresh"), self.ssthresh.into());
+        j.at_u64(record_key!("srtt_us"), self.srtt_us.into());
+        j.at_u64(record_key!("min_rtt_us"), self.min_rtt_us.into());
+        j.at_u64(record_key!("inflight"), self.inflight.into());
+        j.at_u64(record_key!("pacing_rate_bps"), self.pacing_rate_bps);
+        j.at_f64(record_key!("delivery_rate_bps"), self.delivery_rate_bps);
+        j.at_u64(record_key!("retransmits"), self.retransmits);
+        j.at_u64(record_key!("segs_out"), self.segs_out);
+        j.at_str(record_key!("ca_state"), self.ca_state);
         j.end_object();
     }
 }
@@ -266,13 +270,13 @@ impl FlowSample {
 impl QueueSample {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_f64("t", self.t);
-        j.field_str("link", self.link);
-        j.field_u64("packets", self.packets.into());
-        j.field_u64("bytes", self.bytes);
-        j.field_u64("delay_us", self.delay_us);
-        j.field_u64("drops", self.drops);
-        j.field_u64("marks", self.marks);
+        j.at_f64(record_key!("t"), self.t);
+        j.at_str(record_key!("link"), self.link);
+        j.at_u64(record_key!("packets"), self.packets.into());
+        j.at_u64(record_key!("bytes"), self.bytes);
+        j.at_u64(record_key!("delay_us"), self.delay_us);
+        j.at_u64(record_key!("drops"), self.drops);
+        j.at_u64(record_key!("marks"), self.marks);
         j.end_object();
     }
 }
@@ -280,9 +284,9 @@ impl QueueSample {
 impl PingSample {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_f64("t", self.t);
-        j.field_u64("ping", self.ping.into());
-        j.field_f64("rtt_ms", self.rtt_ms);
+        j.at_f64(record_key!("t"), self.t);
+        j.at_u64(record_key!("ping"), self.ping.into());
+        j.at_f64(record_key!("rtt_ms"), self.rtt_ms);
         j.end_object();
     }
 }
@@ -290,12 +294,12 @@ impl PingSample {
 impl PingSummary {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_u64("ping", self.ping.into());
-        j.field_f64("rtt_ms", self.rtt_ms);
-        j.field_u64("sent", self.sent);
-        j.field_u64("received", self.received);
-        j.field_f64("rtt_p50_ms", self.rtt_p50_ms);
-        j.field_f64("rtt_p95_ms", self.rtt_p95_ms);
+        j.at_u64(record_key!("ping"), self.ping.into());
+        j.at_f64(record_key!("rtt_ms"), self.rtt_ms);
+        j.at_u64(record_key!("sent"), self.sent);
+        j.at_u64(record_key!("received"), self.received);
+        j.at_f64(record_key!("rtt_p50_ms"), self.rtt_p50_ms);
+        j.at_f64(record_key!("rtt_p95_ms"), self.rtt_p95_ms);
         j.end_object();
     }
 }
@@ -303,10 +307,10 @@ impl PingSummary {
 impl UdpSummary {
     fn json(&self, j: &mut JsonWriter) {
         j.begin_object();
-        j.field_u64("udp", self.udp.into());
-        j.field_u64("sent", self.sent);
-        j.field_f64("goodput_bps", self.goodput_bps);
-        j.field_f64("loss", self.loss);
+        j.at_u64(record_key!("udp"), self.udp.into());
+        j.at_u64(record_key!("sent"), self.sent);
+        j.at_f64(record_key!("goodput_bps"), self.goodput_bps);
+        j.at_f64(record_key!("loss"), self.loss);
         j.end_object();
     }
 }
@@ -323,10 +327,16 @@ impl LinkSummary {
     }
 }
 
-/// Appends one results file's bytes.
-type Fill = fn(&Results, &mut Vec<u8>);
+/// Appends one results file's bytes to a buffer, calling the spill
+/// function on the buffer after each record.
+type Fill = fn(&Results, &mut Vec<u8>, &mut dyn FnMut(&mut Vec<u8>));
 
-/// Replaces the file at `path` with `bytes`, in one write.
+/// A results file is written whenever its buffer holds this much: writing
+/// touches (and the kernel zeroes) no more memory than this for any run,
+/// and a small run's file still goes out in a write or two.
+const SPILL: usize = 64 << 10;
+
+/// Creates the file at `path`, replacing any file there.
 ///
 /// Removed and created anew rather than truncated: on ext4, a file
 /// truncated to zero and rewritten gets its blocks allocated when it is
@@ -336,12 +346,12 @@ type Fill = fn(&Results, &mut Vec<u8>);
 /// file's blocks stay unallocated until writeback, so removing it before
 /// then frees nothing. (A symlink in the output directory is replaced
 /// rather than written through.)
-fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+fn replace_file(path: &Path) -> io::Result<std::fs::File> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    std::fs::write(path, bytes)
+    std::fs::File::create(path)
 }
 
 /// A run's results.
@@ -414,6 +424,10 @@ impl Results {
                 + 220 * self.queue_series.len()
                 + 90 * self.ping_series.len(),
         );
+        self.json_spilled(out, &mut |_| {});
+    }
+
+    fn json_spilled(&self, out: &mut Vec<u8>, spill: &mut dyn FnMut(&mut Vec<u8>)) {
         let mut j = JsonWriter::new(out);
         j.begin_object();
         j.field_f64("duration_s", self.duration_s);
@@ -429,16 +443,24 @@ impl Results {
         j.end_object();
         j.field_array("pings", &self.pings, |j, p| p.json(j));
         j.field_array("udp", &self.udp, |j, u| u.json(j));
-        j.field_array("flow_series", &self.flow_series, |j, s| s.json(j));
-        j.field_array("queue_series", &self.queue_series, |j, s| s.json(j));
-        j.field_array("ping_series", &self.ping_series, |j, s| s.json(j));
+        j.field_array("flow_series", &self.flow_series, |j, s| {
+            s.json(j);
+            spill(j.buf());
+        });
+        j.field_array("queue_series", &self.queue_series, |j, s| {
+            s.json(j);
+            spill(j.buf());
+        });
+        j.field_array("ping_series", &self.ping_series, |j, s| {
+            s.json(j);
+            spill(j.buf());
+        });
         j.end_object();
     }
 
-    /// Appends flows.csv.
-    pub fn flows_csv_into(&self, out: &mut Vec<u8>) {
+    /// flows.csv.
+    fn flows_csv(&self, out: &mut Vec<u8>, spill: &mut dyn FnMut(&mut Vec<u8>)) {
         out.extend_from_slice(b"t,flow,goodput_bps,throughput_bps,cwnd,ssthresh,srtt_us,min_rtt_us,inflight,pacing_rate_bps,delivery_rate_bps,retransmits,segs_out,ca_state\n");
-        out.reserve(120 * self.flow_series.len());
         for s in &self.flow_series {
             push_fixed(out, s.t, 6);
             out.push(b',');
@@ -462,13 +484,13 @@ impl Results {
             out.push(b',');
             out.extend_from_slice(s.ca_state.as_bytes());
             out.push(b'\n');
+            spill(out);
         }
     }
 
-    /// Appends queues.csv.
-    pub fn queues_csv_into(&self, out: &mut Vec<u8>) {
+    /// queues.csv.
+    fn queues_csv(&self, out: &mut Vec<u8>, spill: &mut dyn FnMut(&mut Vec<u8>)) {
         out.extend_from_slice(b"t,link,packets,bytes,delay_us,drops,marks\n");
-        out.reserve(40 * self.queue_series.len());
         for s in &self.queue_series {
             push_fixed(out, s.t, 6);
             out.push(b',');
@@ -480,13 +502,13 @@ impl Results {
                 push_int(out, v);
             }
             out.push(b'\n');
+            spill(out);
         }
     }
 
-    /// Appends pings.csv.
-    pub fn pings_csv_into(&self, out: &mut Vec<u8>) {
+    /// pings.csv.
+    fn pings_csv(&self, out: &mut Vec<u8>, spill: &mut dyn FnMut(&mut Vec<u8>)) {
         out.extend_from_slice(b"t,ping,rtt_ms\n");
-        out.reserve(24 * self.ping_series.len());
         for s in &self.ping_series {
             push_fixed(out, s.t, 6);
             out.push(b',');
@@ -494,11 +516,12 @@ impl Results {
             out.push(b',');
             push_fixed(out, s.rtt_ms, 3);
             out.push(b'\n');
+            spill(out);
         }
     }
 
-    /// Appends summary.csv.
-    pub fn summary_csv_into(&self, out: &mut Vec<u8>) {
+    /// summary.csv (one row per flow).
+    fn summary_csv(&self, out: &mut Vec<u8>, _spill: &mut dyn FnMut(&mut Vec<u8>)) {
         out.extend_from_slice(b"flow,cc,direction,rtt_ms,goodput_bps,bytes,retransmits,rtos,tlps,rtt_p50_ms,rtt_p95_ms,rtt_p99_ms,completion_s\n");
         for x in &self.flows {
             // One row per flow: core::fmt's shortest floats are fine here.
@@ -523,21 +546,31 @@ impl Results {
     }
 
     /// Writes results.json, flows.csv, queues.csv, pings.csv and
-    /// summary.csv, each with one write.
+    /// summary.csv through one reused buffer of about [`SPILL`] bytes.
     pub fn write(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        let mut buf = Vec::new();
+        let mut buf = Vec::with_capacity(SPILL + (8 << 10));
         let files: [(&str, Fill); 5] = [
-            ("results.json", Results::json_into),
-            ("flows.csv", Results::flows_csv_into),
-            ("queues.csv", Results::queues_csv_into),
-            ("pings.csv", Results::pings_csv_into),
-            ("summary.csv", Results::summary_csv_into),
+            ("results.json", Results::json_spilled),
+            ("flows.csv", Results::flows_csv),
+            ("queues.csv", Results::queues_csv),
+            ("pings.csv", Results::pings_csv),
+            ("summary.csv", Results::summary_csv),
         ];
         for (name, fill) in files {
+            let mut file = replace_file(&dir.join(name))?;
+            let mut status = Ok(());
             buf.clear();
-            fill(self, &mut buf);
-            replace_file(&dir.join(name), &buf)?;
+            fill(self, &mut buf, &mut |b| {
+                if b.len() >= SPILL {
+                    if status.is_ok() {
+                        status = file.write_all(b);
+                    }
+                    b.clear();
+                }
+            });
+            status?;
+            file.write_all(&buf)?;
         }
         Ok(())
     }

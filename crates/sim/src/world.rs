@@ -416,6 +416,7 @@ impl Sim {
         self.flush(f, true);
     }
 
+    #[inline(always)]
     fn propagate(&mut self, at: Time, p: &Packet) {
         let pipe = 2 * p.flow as usize + usize::from(p.kind.is_reverse());
         if let Some(t) = self.pipes[pipe].push(at, p, &mut self.rng) {

@@ -49,7 +49,11 @@ rtt = "10ms"
 "#;
 
 fn run() -> Results {
-    let cfg = scenario::parse(SCENARIO, "results_files.toml", None).unwrap();
+    run_text(SCENARIO)
+}
+
+fn run_text(text: &str) -> Results {
+    let cfg = scenario::parse(text, "results_files.toml", None).unwrap();
     Sim::new(cfg).unwrap().run(&mut |_| {}).unwrap()
 }
 
@@ -184,8 +188,23 @@ fn json_of_awkward_values_matches_serde_json() {
 
 #[test]
 fn files_match_core_fmt_and_replace_old_ones() {
-    let r = run();
-    let dir = std::env::temp_dir().join(format!("kleinrock-results-{}", std::process::id()));
+    check_files(&run(), "small");
+}
+
+#[test]
+fn files_larger_than_the_write_buffer_match_too() {
+    // results.json, flows.csv and queues.csv well past the 64 KB the
+    // writer spills at.
+    let text = SCENARIO
+        .replace("sample_interval = \"37ms\"", "sample_interval = \"1ms\"")
+        .replace("interval = \"50ms\"", "interval = \"1ms\"");
+    let r = run_text(&text);
+    assert!(r.queue_series.len() > 5000 && r.ping_series.len() > 2500);
+    check_files(&r, "large");
+}
+
+fn check_files(r: &Results, tag: &str) {
+    let dir = std::env::temp_dir().join(format!("kleinrock-results-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     // A longer file from an earlier run must not leave a tail behind.
@@ -193,8 +212,8 @@ fn files_match_core_fmt_and_replace_old_ones() {
     for _ in 0..2 {
         r.write(&dir).unwrap();
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
-        assert_eq!(read("results.json"), serde_reference(&r));
-        let [f, q, p, m] = fmt_reference(&r);
+        assert_eq!(read("results.json"), serde_reference(r));
+        let [f, q, p, m] = fmt_reference(r);
         assert_eq!(read("flows.csv"), f);
         assert_eq!(read("queues.csv"), q);
         assert_eq!(read("pings.csv"), p);

@@ -56,6 +56,7 @@ impl RateSampler {
 
     /// `tcp_rate_skb_delivered()`: a segment (sent at `tx_us`, ending at
     /// `end_seq`) was (S)ACKed. `sacked` clears its stamp.
+    #[inline]
     pub fn on_delivered(
         &mut self,
         rs: &mut RateSample,

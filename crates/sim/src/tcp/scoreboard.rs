@@ -93,6 +93,7 @@ impl Scoreboard {
 
     /// Bounds `tsorted`: once stale entries outnumber the live ones (plus
     /// slack), keep only the live. Amortised O(1) per entry.
+    #[inline(always)]
     fn bound_tsorted(&mut self) {
         let live = (self.packets_out() - self.sacked_out) as usize;
         if self.tsorted.len() as usize > 2 * live + 64 {
