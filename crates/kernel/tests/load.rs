@@ -15,7 +15,7 @@ use std::net::{SocketAddrV4, TcpListener, TcpStream};
 use std::process::Command;
 use std::time::Duration;
 
-use kleinrock_lab::{Lab, LabConfig, Link, RECEIVER_ADDR};
+use kleinrock_lab::{Lab, LabConfig, Link, StealMeter, RECEIVER_ADDR};
 
 use common::{
     available, congestion_of, connect_to, connect_with, have_iperf3, iperf3_with, json_says,
@@ -259,7 +259,8 @@ fn transfer_through(lab: &Lab, ca: &str, bytes: usize) -> (f64, TcpStream) {
 /// (0.34 to 2.89) times its estimate of the bottleneck, at 99%. The bounds
 /// are generous (throughput is a measurement of time on a shared machine):
 /// each flow above half the bottleneck, the two within 1.5x of each other,
-/// the final pacing rate within a quarter and 3.5 times the bottleneck.
+/// the final pacing rate within a quarter and 3.5 times the bottleneck;
+/// the lower bounds only when the host was quiet.
 #[test]
 fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
     if let Some(why) = skip_reason() {
@@ -279,6 +280,7 @@ fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
     kleinrock_kernel::load(&plan("bbr", Some(NAME)).unwrap()).unwrap_or_else(|e| panic!("{e}"));
     let bottleneck = (TBF_RATE / 8) as f64; // bytes/s
     let mut rates = Vec::new();
+    let steal = StealMeter::start().unwrap();
     for ca in ["bbr", NAME] {
         let (rate, tx) = transfer_through(&lab, ca, BYTES);
         let info = tcp_info(&tx);
@@ -289,16 +291,36 @@ fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
             TBF_RATE / 1_000_000,
             info.tcpi_pacing_rate as f64 * 8e-6
         );
-        assert!(rate > 0.5 * bottleneck, "{ca}: {rate} bytes/s");
+        // What a busy host cannot change: the rate stays under the
+        // bottleneck's, and the pacing rate under BBR's highest gain on it.
+        assert!(rate < 1.05 * bottleneck, "{ca}: {rate} bytes/s");
         let pacing = info.tcpi_pacing_rate as f64;
         assert!(
-            pacing > 0.25 * bottleneck && pacing < 3.5 * bottleneck,
+            pacing > 0.0 && pacing < 3.5 * bottleneck,
             "{ca}: pacing at {pacing} bytes/s"
         );
-        rates.push(rate);
+        rates.push((rate, pacing));
     }
-    let ratio = rates[1] / rates[0];
-    assert!((1.0 / 1.5..1.5).contains(&ratio), "port/kernel = {ratio}");
+    // How close to the bottleneck, and to each other, is a measurement of
+    // time: asserted when the hypervisor left the machine alone (see the
+    // lab's tests and docs/LAB.md).
+    let stolen = steal.share().unwrap();
+    if stolen < 0.05 {
+        for (ca, (rate, pacing)) in ["bbr", NAME].iter().zip(&rates) {
+            assert!(*rate > 0.5 * bottleneck, "{ca}: {rate} bytes/s");
+            assert!(
+                *pacing > 0.25 * bottleneck,
+                "{ca}: pacing at {pacing} bytes/s"
+            );
+        }
+        let ratio = rates[1].0 / rates[0].0;
+        assert!((1.0 / 1.5..1.5).contains(&ratio), "port/kernel = {ratio}");
+    } else {
+        eprintln!(
+            "the hypervisor took {:.1}% of the CPU time: rates not compared",
+            stolen * 100.0
+        );
+    }
     drop(lab);
     assert_eq!(
         Paths::system()
