@@ -374,6 +374,7 @@ impl Sim {
 
     /// Sends what a flow's sender (`from_sender`) or receiver put in the
     /// scratch buffer onto the right link, and re-arms the flow's timer.
+    #[inline(always)]
     fn flush(&mut self, f: usize, from_sender: bool) {
         let link = if from_sender {
             self.flows[f].data_link
