@@ -114,6 +114,20 @@ impl EventQueue {
         self.sift_down_from_root(e);
     }
 
+    /// Would the next event, replaced by one at `at` scheduled now, still
+    /// be the next? Only if `at` is before every other pending event (at
+    /// the same time, one scheduled earlier goes first). Then the caller
+    /// may handle it without touching the queue, leaving the entry it
+    /// replaces in place: anything scheduled meanwhile is no earlier than
+    /// `at` and stays below it.
+    #[inline]
+    pub fn stays_next(&self, at: Time) -> bool {
+        // The second earliest entry of a binary heap is one of the root's
+        // children.
+        let h = &self.heap;
+        h.get(1).is_none_or(|e| at < e.time) && h.get(2).is_none_or(|e| at < e.time)
+    }
+
     /// Puts `e` in the root's place and moves it down to where it belongs.
     fn sift_down_from_root(&mut self, e: Entry) {
         let h = &mut self.heap;

@@ -71,6 +71,7 @@ impl Fifo {
 
     /// A packet arrives at `now` and would start service at `start` (after
     /// everything queued). Call [`Fifo::advance`] first.
+    #[inline(always)]
     pub fn admit(&mut self, now: Time, p: &mut Packet, start: Time) -> Verdict {
         if start <= now {
             // The link is idle: straight into service, never queued.

@@ -6,6 +6,7 @@
 
 #[derive(Clone, Debug)]
 pub struct Ring<T> {
+    /// Never empty, and its length a power of two: every `slot` is in it.
     buf: Vec<T>,
     /// Position of the first record.
     start: u32,
@@ -22,14 +23,29 @@ impl<T: Copy + Default> Ring<T> {
     /// An empty ring whose first record will have position `start`.
     pub fn with_start(start: u32) -> Ring<T> {
         Ring {
-            buf: Vec::new(),
+            buf: vec![T::default()],
             start,
             len: 0,
         }
     }
 
     fn slot(&self, pos: u32) -> usize {
-        pos as usize & (self.buf.len().wrapping_sub(1))
+        pos as usize & (self.buf.len() - 1)
+    }
+
+    /// The slot of `pos`, unchecked: the pipes', queues' and scoreboard's
+    /// rings are read and written several times per packet, and their
+    /// bounds checks were 1.2% of case A's instructions (callgrind).
+    fn slot_ref(&self, pos: u32) -> &T {
+        // SAFETY: `buf`'s length is a power of two (at least 1), so
+        // `slot(pos)` is below it for every `pos`.
+        unsafe { self.buf.get_unchecked(self.slot(pos)) }
+    }
+
+    fn slot_mut(&mut self, pos: u32) -> &mut T {
+        let i = self.slot(pos);
+        // SAFETY: as in `slot_ref`.
+        unsafe { self.buf.get_unchecked_mut(i) }
     }
 
     pub fn len(&self) -> u32 {
@@ -52,13 +68,12 @@ impl<T: Copy + Default> Ring<T> {
     /// The record at `pos`, which must be in the ring.
     pub fn get(&self, pos: u32) -> &T {
         debug_assert!(self.contains(pos), "{pos} outside the ring");
-        &self.buf[self.slot(pos)]
+        self.slot_ref(pos)
     }
 
     pub fn get_mut(&mut self, pos: u32) -> &mut T {
         debug_assert!(self.contains(pos), "{pos} outside the ring");
-        let i = self.slot(pos);
-        &mut self.buf[i]
+        self.slot_mut(pos)
     }
 
     pub fn front(&self) -> Option<&T> {
@@ -69,8 +84,7 @@ impl<T: Copy + Default> Ring<T> {
         if self.len as usize == self.buf.len() {
             self.grow();
         }
-        let i = self.slot(self.end());
-        self.buf[i] = v;
+        *self.slot_mut(self.end()) = v;
         self.len += 1;
     }
 

@@ -330,7 +330,9 @@ impl Sim {
             }
             self.now = t;
             self.events_processed += 1;
-            self.dispatch(ev);
+            // A pipe may go on serving its own arrivals up to the next
+            // progress report and the end.
+            self.dispatch(ev, next_report.min(end.saturating_add(1)));
             if t >= next_report {
                 progress(t as f64 / end as f64);
                 next_report = t + step;
@@ -342,10 +344,11 @@ impl Sim {
 
     /// Runs `ev`, the next event, and takes it off the queue: a pipe's
     /// arrival stays on it until the pipe is served and is then replaced by
-    /// the pipe's next arrival, if any.
-    fn dispatch(&mut self, ev: Event) {
+    /// the pipe's next arrival, if any (see [`Sim::pipe_arrival`] for
+    /// `until`).
+    fn dispatch(&mut self, ev: Event, until: Time) {
         if let Event::PipeArrival(p) = ev {
-            return self.pipe_arrival(p as usize);
+            return self.pipe_arrival(p as usize, until);
         }
         self.events.pop();
         match ev {
@@ -371,6 +374,7 @@ impl Sim {
 
     /// Sends what a flow's sender (`from_sender`) or receiver put in the
     /// scratch buffer onto the right link, and re-arms the flow's timer.
+    #[inline(always)]
     fn flush(&mut self, f: usize, from_sender: bool) {
         let link = if from_sender {
             self.flows[f].data_link
@@ -435,6 +439,7 @@ impl Sim {
     }
 
     /// Offers a packet to a link; if it gets through, it is on its way.
+    #[inline(always)]
     fn put_on_link(&mut self, link: usize, p: &mut Packet) {
         match self.links[link].arrive(self.now, p, &mut self.rng) {
             Arrival::Departs(done) => self.propagate(done, p),
@@ -507,7 +512,35 @@ impl Sim {
         self.events.schedule(next, Event::UdpSend(id));
     }
 
-    fn pipe_arrival(&mut self, pipe: usize) {
+    /// Serves a pipe whose head has arrived. While its next arrival comes
+    /// before `until` and before every other event, that arrival is the
+    /// next event: it is counted and served here, without a round trip
+    /// through the event queue.
+    fn pipe_arrival(&mut self, pipe: usize, until: Time) {
+        loop {
+            self.serve_pipe(pipe);
+            match self.pipes[pipe].head_time() {
+                Some(at) if at < until && self.events.stays_next(at) => {
+                    self.now = at;
+                    self.events_processed += 1;
+                }
+                Some(at) => {
+                    return self
+                        .events
+                        .replace_next(at, Event::PipeArrival(pipe as u32))
+                }
+                None => {
+                    self.events.pop();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Hands every packet that has arrived at the end of a pipe to its
+    /// receiver.
+    #[inline(always)]
+    fn serve_pipe(&mut self, pipe: usize) {
         while let Some(p) = self.pipes[pipe].pop(self.now) {
             let f = p.flow as usize;
             match p.kind {
@@ -554,14 +587,6 @@ impl Sim {
                     }
                     self.flush(f, true);
                 }
-            }
-        }
-        match self.pipes[pipe].head_time() {
-            Some(at) => self
-                .events
-                .replace_next(at, Event::PipeArrival(pipe as u32)),
-            None => {
-                self.events.pop();
             }
         }
     }

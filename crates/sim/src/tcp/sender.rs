@@ -366,6 +366,7 @@ impl Sender {
     fn write_xmit(&mut self, now: Time, out: &mut Vec<Packet>) {
         let mut sent = 0u32;
         let mut cwnd_limited = false;
+        let mut rearm = false;
         self.drained = false;
         loop {
             if self.sb.in_flight() >= self.sk.snd_cwnd {
@@ -382,7 +383,7 @@ impl Sender {
                         self.drained = true;
                         break;
                     }
-                    self.send_new(now, out);
+                    rearm |= self.send_new(now, out);
                 }
             }
             sent += 1;
@@ -396,8 +397,12 @@ impl Sender {
         if sent > 0 || cwnd_limited {
             self.cwnd_validate(cwnd_limited);
         }
-        if sent > 0 {
-            self.schedule_loss_probe(now, false);
+        // The loss probe replaces the RTO that new data re-armed, so the
+        // RTO is computed only when no probe is scheduled. Nothing in the
+        // loop reads or writes the timer, so it comes out as it would
+        // have on the spot.
+        if sent > 0 && !self.schedule_loss_probe(now, false) && rearm {
+            self.rearm_rto(now);
         }
         if !cwnd_limited
             && !self.has_new_data()
@@ -426,7 +431,11 @@ impl Sender {
         p
     }
 
-    fn send_new(&mut self, now: Time, out: &mut Vec<Packet>) {
+    /// Sends the next new segment. Returns whether the RTO needs
+    /// re-arming (`tcp_event_new_data_sent()`: the only flight, or a loss
+    /// probe pending); the caller does it.
+    #[must_use]
+    fn send_new(&mut self, now: Time, out: &mut Vec<Packet>) -> bool {
         let now_us = now / US;
         let prior_packets = self.sb.packets_out();
         if self.sb.in_flight() == 0 {
@@ -451,10 +460,7 @@ impl Sender {
         out.push(p);
         self.stats.segments_sent += 1;
         self.sk.lsndtime = self.sk.jiffies;
-        // tcp_event_new_data_sent: arm the RTO when this is the only flight.
-        if prior_packets == 0 || matches!(self.timer, Some((_, TimerKind::LossProbe))) {
-            self.rearm_rto(now);
-        }
+        prior_packets == 0 || matches!(self.timer, Some((_, TimerKind::LossProbe)))
     }
 
     /// Sending from an empty pipe: `CA_EVENT_TX_START`, after restarting
@@ -642,7 +648,8 @@ impl Sender {
         if self.tlp_high_seq.is_none() && self.sb.packets_out() > 0 {
             self.tlp_retrans = false;
             let probed = if self.has_new_data() && self.sb.packets_out() < self.cfg.rwnd_segments {
-                self.send_new(now, out);
+                // The RTO is re-armed below, from no timer.
+                let _ = self.send_new(now, out);
                 true
             } else {
                 let last = self.sb.nxt() - 1;
