@@ -19,12 +19,15 @@
 //! very thing it is there to prevent. Bare-metal machines lose nothing to
 //! halting; `LabConfig::keep_cpus_awake = false` spares their power.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// The spinners, shared by every lab of the process that wants them.
 static SHARED: Mutex<Option<Spinners>> = Mutex::new(None);
+
+/// Spinners between their start and their end, for the tests.
+static SPINNING: AtomicUsize = AtomicUsize::new(0);
 
 struct Spinners {
     holders: usize,
@@ -117,15 +120,18 @@ fn spin(cpu: usize, stop: &AtomicBool, ready: std::sync::mpsc::Sender<()>) {
         libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
         libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
     }
+    SPINNING.fetch_add(1, Ordering::SeqCst);
     let _ = ready.send(());
     while !stop.load(Ordering::Relaxed) {}
+    SPINNING.fetch_sub(1, Ordering::SeqCst);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn spinners() -> usize {
+    /// Threads of this process named as spinners are.
+    fn named_spinners() -> usize {
         std::fs::read_dir("/proc/self/task")
             .unwrap()
             .filter(|t| {
@@ -137,15 +143,22 @@ mod tests {
 
     #[test]
     fn one_spinner_per_cpu_while_anyone_holds_them() {
-        assert_eq!(spinners(), 0);
+        assert_eq!(SPINNING.load(Ordering::SeqCst), 0);
         let a = Awake::hold();
         let b = Awake::hold();
         let cpus = allowed_cpus().len();
         assert!(cpus > 0);
-        assert_eq!(spinners(), cpus, "a second holder shares the first's");
+        assert_eq!(
+            SPINNING.load(Ordering::SeqCst),
+            cpus,
+            "a second holder shares the first's"
+        );
+        assert_eq!(named_spinners(), cpus);
         drop(a);
-        assert_eq!(spinners(), cpus);
+        assert_eq!(SPINNING.load(Ordering::SeqCst), cpus);
         drop(b);
-        assert_eq!(spinners(), 0, "the last holder stops and joins them");
+        // The last holder stops them and joins them: each has left its
+        // loop (its task may linger in /proc a moment after the join).
+        assert_eq!(SPINNING.load(Ordering::SeqCst), 0);
     }
 }
