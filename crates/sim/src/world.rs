@@ -172,6 +172,9 @@ struct Flow {
     data_link: usize,
     stop: Option<Time>,
     wake_at: Option<Time>,
+    /// The sender's `next_wakeup()` after its last change: only the
+    /// sender's own calls change it, so the receiver's flushes reuse it.
+    sender_wakeup: Option<Time>,
     rtt_hist: Histogram,
     last_delivered: u64,
     /// The sender's count of delivered (ACKed or SACKed) segments at the
@@ -248,6 +251,7 @@ impl Sim {
                 data_link: if f.upload { 0 } else { 1 },
                 stop: f.stop,
                 wake_at: None,
+                sender_wakeup: None,
                 rtt_hist: Histogram::default(),
                 last_delivered: 0,
                 last_acked: 0,
@@ -365,7 +369,11 @@ impl Sim {
                 }
             }
             Event::RequestSend(f) => self.send_request(f),
-            Event::FlowStop(f) => self.flows[f as usize].sender.stop(),
+            Event::FlowStop(f) => {
+                let fl = &mut self.flows[f as usize];
+                fl.sender.stop();
+                fl.sender_wakeup = fl.sender.next_wakeup();
+            }
             Event::PingSend(id) => self.ping_send(id),
             Event::UdpSend(id) => self.udp_send(id),
             Event::Sample => self.sample(),
@@ -388,12 +396,18 @@ impl Sim {
         }
         out.clear();
         self.scratch = out;
-        self.arm_flow(f);
+        self.arm_flow(f, from_sender);
     }
 
-    fn arm_flow(&mut self, f: usize) {
+    /// Schedules the flow's timer event for the earlier of its sender's
+    /// and its receiver's deadlines, unless one is pending before it.
+    #[inline(always)]
+    fn arm_flow(&mut self, f: usize, sender_changed: bool) {
         let fl = &mut self.flows[f];
-        let want = match (fl.sender.next_wakeup(), fl.receiver.delack_deadline()) {
+        if sender_changed {
+            fl.sender_wakeup = fl.sender.next_wakeup();
+        }
+        let want = match (fl.sender_wakeup, fl.receiver.delack_deadline()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };

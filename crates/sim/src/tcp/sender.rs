@@ -100,6 +100,10 @@ pub struct SenderConfig {
     pub seed: u64,
 }
 
+/// The deadline of a loss probe that an ACK arms before its transmissions,
+/// which may replace it; computed once they are done (see `on_ack`).
+const DEADLINE_LATER: Time = Time::MAX;
+
 /// Which timer holds the single timer slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimerKind {
@@ -547,15 +551,26 @@ impl Sender {
     /// `tcp_schedule_loss_probe()`: probe a possible tail loss after about
     /// two RTTs, when open and not waiting on a probe already.
     fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool) -> bool {
-        if self.sb.packets_out() == 0
-            || !matches!(self.sk.icsk_ca_state, CaState::Open | CaState::Cwr)
-        {
+        if !self.may_probe() {
             return false;
         }
+        let at = self.loss_probe_deadline(now, advancing_rto, self.sb.packets_out());
+        self.timer = Some((at, TimerKind::LossProbe));
+        true
+    }
+
+    /// Would `tcp_schedule_loss_probe()` arm the probe?
+    fn may_probe(&self) -> bool {
+        self.sb.packets_out() > 0 && matches!(self.sk.icsk_ca_state, CaState::Open | CaState::Cwr)
+    }
+
+    /// When a loss probe scheduled at `now` with `packets_out` segments
+    /// out fires.
+    fn loss_probe_deadline(&self, now: Time, advancing_rto: bool, packets_out: u32) -> Time {
         let hz = self.cfg.hz;
         let mut timeout_j = if self.rtt.srtt_us != 0 {
             let base = usecs_to_jiffies(self.rtt.srtt_us >> 2, hz);
-            if self.sb.packets_out() == 1 {
+            if packets_out == 1 {
                 base + usecs_to_jiffies(RTO_MIN_US, hz)
             } else {
                 base + 2
@@ -575,8 +590,7 @@ impl Sender {
                 hz,
             ));
         }
-        self.set_timer(now, self.jiffies_ns(timeout_j), TimerKind::LossProbe);
-        true
+        now + self.jiffies_ns(timeout_j)
     }
 
     /// Called when the world's timer event for this flow fires.
@@ -942,12 +956,22 @@ impl Sender {
         }
         // One sync for both hooks: the core changes nothing in between.
         self.call(Hook::InAckEvent(in_ack_flags(cum > prior_una, ack, ece)));
-        if cum > prior_una {
-            // tcp_set_xmit_timer(): a TLP, else the RTO, from now.
-            if !self.schedule_loss_probe(now, true) {
+        // tcp_set_xmit_timer(): a TLP, else the RTO, from now. Until this
+        // ACK's transmissions are done, only the timer's kind is read
+        // (`send_new`, `rearm_rto`), and a transmission of new data under
+        // a probe re-arms the timer, so the probe's deadline is computed
+        // at the end, if it is still the timer. Its inputs are as they
+        // are here: nothing in between changes srtt or the RTO, and the
+        // only change to packets_out (new data) replaces the probe.
+        let probe_from = if cum > prior_una && self.may_probe() {
+            self.timer = Some((DEADLINE_LATER, TimerKind::LossProbe));
+            Some(self.sb.packets_out())
+        } else {
+            if cum > prior_una {
                 self.rearm_rto(now);
             }
-        }
+            None
+        };
         if self.sb.packets_out() == 0 {
             self.timer = None;
         }
@@ -979,6 +1003,12 @@ impl Sender {
             self.timer = None;
         }
         self.write_xmit(now, out);
+        if let (Some(packets_out), Some((DEADLINE_LATER, TimerKind::LossProbe))) =
+            (probe_from, self.timer)
+        {
+            let at = self.loss_probe_deadline(now, true, packets_out);
+            self.timer = Some((at, TimerKind::LossProbe));
+        }
     }
 
     /// `tcp_process_tlp_ack()`: a probe whose ACK shows it repaired a loss
