@@ -83,7 +83,9 @@ impl Spinners {
                     .ok()
             })
             .collect();
-        // The lab's timing starts when every CPU has its spinner.
+        // The lab's timing starts when every CPU has its spinner (and a
+        // spinner that died before saying so ends the wait, not hangs it).
+        drop(ready_tx);
         for _ in &threads {
             let _ = ready.recv();
         }
