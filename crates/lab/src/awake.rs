@@ -124,6 +124,7 @@ fn spin(cpu: usize, stop: &AtomicBool, ready: std::sync::mpsc::Sender<()>) {
     }
     SPINNING.fetch_add(1, Ordering::SeqCst);
     let _ = ready.send(());
+    drop(ready);
     while !stop.load(Ordering::Relaxed) {}
     SPINNING.fetch_sub(1, Ordering::SeqCst);
 }
