@@ -15,7 +15,7 @@ use std::net::{SocketAddrV4, TcpListener, TcpStream};
 use std::process::Command;
 use std::time::Duration;
 
-use kleinrock_lab::{Lab, LabConfig, Link, StealMeter, RECEIVER_ADDR};
+use kleinrock_lab::{Lab, LabConfig, Link, StealMeter, QUIET_STEAL, RECEIVER_ADDR};
 
 use common::{
     available, congestion_of, connect_to, connect_with, have_iperf3, iperf3_with, json_says,
@@ -305,7 +305,7 @@ fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
     // time: asserted when the hypervisor left the machine alone (see the
     // lab's tests and docs/LAB.md).
     let stolen = steal.share().unwrap();
-    if stolen < 0.05 {
+    if stolen < QUIET_STEAL {
         for (ca, (rate, pacing)) in ["bbr", NAME].iter().zip(&rates) {
             assert!(*rate > 0.5 * bottleneck, "{ca}: {rate} bytes/s");
             assert!(

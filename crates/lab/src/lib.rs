@@ -57,7 +57,7 @@ pub use lab::{
     ROUTER_SENDER_SIDE_ADDR, ROUTER_SENDER_SIDE_IF, SENDER_ADDR, SENDER_IF,
 };
 pub use netns::Node;
-pub use steal::StealMeter;
+pub use steal::{StealMeter, QUIET_STEAL};
 pub use sweep::sweep;
 pub use tcp_info::TcpInfo;
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use kleinrock_lab::{
     Bottleneck, Direction, ErrorKind, Lab, LabConfig, Link, Node, Queue, StealMeter, TcpInfo,
-    RECEIVER_ADDR,
+    QUIET_STEAL, RECEIVER_ADDR,
 };
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -38,12 +38,6 @@ fn lab(config: &LabConfig) -> Option<Lab> {
         Err(e) => panic!("{e}"),
     }
 }
-
-/// The most of the machine's CPU time the hypervisor may take during a
-/// measurement for its accuracy to be asserted. On a quiet host the steal
-/// is 0-2%; when it is busy, 10-30%, and the lab's timers fire
-/// milliseconds late whatever the lab does.
-const QUIET_STEAL: f64 = 0.05;
 
 /// Runs a timing measurement until the host was quiet during it, at most
 /// three times. Returns the last result, and whether the host was quiet
