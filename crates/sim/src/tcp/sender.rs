@@ -963,13 +963,13 @@ impl Sender {
         // at the end, if it is still the timer. Its inputs are as they
         // are here: nothing in between changes srtt or the RTO, and the
         // only change to packets_out (new data) replaces the probe.
-        let probe_from = if cum > prior_una && self.may_probe() {
+        let probe_from = if cum <= prior_una {
+            None
+        } else if self.may_probe() {
             self.timer = Some((DEADLINE_LATER, TimerKind::LossProbe));
             Some(self.sb.packets_out())
         } else {
-            if cum > prior_una {
-                self.rearm_rto(now);
-            }
+            self.rearm_rto(now);
             None
         };
         if self.sb.packets_out() == 0 {
