@@ -13,7 +13,7 @@ and the median what a user of that host would wait (Chen and Revels,
 measured alternately, so both see the same host.
 
     scripts/bench-ns3.py [--reps 3] [--cases A,B,C1,C2,D,E,F,F0] [--ns3 PATH]
-                         [--link static|dynamic|both]
+                         [--link static|dynamic|both] [--cpu N|none] [--inner 5]
 
 (ns-3 takes minutes on C2; `--cases A,B,C1,D,E,F,F0` leaves it out.)
 
@@ -26,6 +26,19 @@ no dynamic loader at start, about 0.4 ms less per process here) and, with
 `--link both` (the default), also as `cargo build --release` links it;
 each repetition runs ns-3, then the static, then the dynamic binary, and
 the table gives both.
+
+Both programs run pinned to one CPU (`--cpu`, default the last one), as
+the targets are per core. On a virtual machine an idle vCPU halts, and a
+process started on it waits for the hypervisor to wake it (up to
+milliseconds on a busy host, see docs/LAB.md): a cost of the host that
+lands on every short process, ns-3's and Kleinrock's alike, but that
+only a run of a few milliseconds notices. On one CPU the parent's CPU is
+awake when the child starts and when the parent is woken at its end.
+Each repetition runs Kleinrock `--inner` times (default 5) for every
+ns-3 run: its runs take milliseconds, so its median comes from more
+samples at no cost to the session's length. The last two columns give
+the share of the CPU's time the hypervisor stole during each program's
+runs (/proc/stat): what a figure measured on a busy host is worth.
 """
 import argparse
 import json
@@ -68,11 +81,68 @@ def ns3_binary(explicit):
     return binary
 
 
-def run_ns3(binary, params, rep):
+def cpu_ticks(cpu):
+    """(steal, total) ticks of `cpu` (or of all CPUs: None) from
+    /proc/stat; 0, 0 where there is no such file."""
+    name = "cpu" if cpu is None else f"cpu{cpu}"
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                fields = line.split()
+                if fields[0] == name:
+                    ticks = [int(x) for x in fields[1:9]]
+                    return ticks[7], sum(ticks)
+    except OSError:
+        pass
+    return 0, 0
+
+
+class Steal:
+    """The share of a CPU's time the hypervisor gave to other guests
+    while one program ran, over all of that program's runs (a single run
+    of a few milliseconds is shorter than a tick)."""
+
+    def __init__(self, cpu):
+        self.cpu, self.steal, self.total = cpu, 0, 0
+
+    def around(self, run):
+        s0, t0 = cpu_ticks(self.cpu)
+        result = run()
+        s1, t1 = cpu_ticks(self.cpu)
+        self.steal += s1 - s0
+        self.total += t1 - t0
+        return result
+
+    def share(self):
+        return self.steal / self.total if self.total else 0.0
+
+
+def timed(args, stdout_path):
+    """Runs `args` with its output to `stdout_path` and returns the wall
+    time from spawn to reaped exit: `posix_spawn` and `waitpid`, the least
+    a launcher adds, the same for both programs."""
+    fd = os.open(stdout_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        t0 = time.perf_counter()
+        pid = os.posix_spawn(args[0], args, os.environ,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, fd, 1), (os.POSIX_SPAWN_DUP2, fd, 2)])
+        _, status = os.waitpid(pid, 0)
+        wall = time.perf_counter() - t0
+    finally:
+        os.close(fd)
+    if os.waitstatus_to_exitcode(status) != 0:
+        with open(stdout_path) as f:
+            tail = f.read()[-2000:]
+        sys.exit(f"{' '.join(args)} failed (exit {os.waitstatus_to_exitcode(status)}):\n{tail}")
+    return wall
+
+
+def run_ns3(binary, params, rep, tmp):
     args = [binary] + [f"--{k}={v}" for k, v in params.items()] + [f"--run={rep}"]
-    t0 = time.perf_counter()
-    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
-    wall = time.perf_counter() - t0
+    log = os.path.join(tmp, "ns3.out")
+    wall = timed(args, log)
+    with open(log) as f:
+        out = f.read()
     line = [l for l in out.splitlines() if l.startswith("RESULT ")][-1]
     rec = dict(kv.split("=", 1) for kv in line.split()[1:])
     return wall, float(rec["goodputMbps"]), int(rec["bnTxPkts"])
@@ -80,9 +150,7 @@ def run_ns3(binary, params, rep):
 
 def run_kleinrock(binary, scenario, out_dir):
     args = [binary, "sim", scenario, "--quiet", "--out", out_dir]
-    t0 = time.perf_counter()
-    subprocess.run(args, capture_output=True, text=True, check=True)
-    wall = time.perf_counter() - t0
+    wall = timed(args, os.path.join(out_dir, "kleinrock.out"))
     name = os.path.splitext(os.path.basename(scenario))[0]
     with open(os.path.join(out_dir, name, "results.json")) as f:
         r = json.load(f)
@@ -118,7 +186,20 @@ def main():
     ap.add_argument("--ns3", help="path to the ns-3 dumbbell binary")
     ap.add_argument("--link", choices=["static", "dynamic", "both"], default="both",
                     help="which kleinrock build(s) to measure (default both)")
+    ap.add_argument("--cpu", default=str(os.cpu_count() - 1),
+                    help="CPU to run both programs on, or 'none' (default the last CPU)")
+    ap.add_argument("--inner", type=int, default=5,
+                    help="Kleinrock runs per ns-3 run (default 5)")
     a = ap.parse_args()
+    if a.reps < 1 or a.inner < 1:
+        sys.exit("--reps and --inner must be at least 1")
+    if a.cpu != "none":
+        if not a.cpu.isdigit() or int(a.cpu) not in os.sched_getaffinity(0):
+            sys.exit(f"--cpu {a.cpu} is not a CPU this process may use; "
+                     f"give one of {sorted(os.sched_getaffinity(0))} or 'none'")
+        # Children inherit the mask: both programs run on this CPU.
+        os.sched_setaffinity(0, {int(a.cpu)})
+    cpu = None if a.cpu == "none" else int(a.cpu)
     cases = a.cases.split(",")
     unknown = [c for c in cases if c not in CASES]
     if unknown:
@@ -132,30 +213,34 @@ def main():
             params, scenario = CASES[c]
             scenario = os.path.join(ROOT, "scenarios", scenario)
             n, k = [], {link: [] for link in links}
+            ns3_steal, kr_steal = Steal(cpu), Steal(cpu)
             for rep in range(1, a.reps + 1):
-                n.append(run_ns3(ns3, params, rep))
-                for link in links:
-                    k[link].append(run_kleinrock(krs[link], scenario, tmp))
+                n.append(ns3_steal.around(lambda: run_ns3(ns3, params, rep, tmp)))
+                for _ in range(a.inner):
+                    for link in links:
+                        k[link].append(kr_steal.around(lambda: run_kleinrock(krs[link], scenario, tmp)))
                 times = ", ".join(f"kleinrock {link} {k[link][-1][0]:.4f} s" for link in links)
                 print(f"  {c} rep {rep}: ns-3 {n[-1][0]:.2f} s, {times}", file=sys.stderr)
             nw = statistics.median(x[0] for x in n)
             kw = {link: statistics.median(x[0] for x in k[link]) for link in links}
             first = k[links[0]]
-            rows.append((c, nw, kw, n[0][2] / nw, first[0][2] / kw[links[0]], statistics.median(x[1] for x in n), first[0][1]))
+            rows.append((c, nw, kw, n[0][2] / nw, first[0][2] / kw[links[0]], statistics.median(x[1] for x in n), first[0][1],
+                         ns3_steal.share(), kr_steal.share()))
             nf, kf = min(n), min(first)  # (wall, goodput, packets) of the fastest
             fastest.append((c, nf[0], kf[0], nf[2], kf[2]))
     head = "| case | ns-3 wall s |"
     for link in links:
         head += f" Kleinrock ({link}) wall s | ratio ({link}) |"
-    print(head + f" ns-3 bn pkts/s | Kleinrock ({links[0]}) bn pkts/s | ns-3 goodput Mbit/s | Kleinrock goodput Mbit/s |")
-    print("|---" * (2 + 2 * len(links) + 4) + "|")
-    for c, nw, kw, npps, kpps, ng, kg in rows:
+    print(head + f" ns-3 bn pkts/s | Kleinrock ({links[0]}) bn pkts/s | ns-3 goodput Mbit/s | Kleinrock goodput Mbit/s"
+          " | host steal, ns-3 | host steal, Kleinrock |")
+    print("|---" * (2 + 2 * len(links) + 6) + "|")
+    for c, nw, kw, npps, kpps, ng, kg, ns, ks in rows:
         line = f"| {c} | {nw:.2f} |"
         for link in links:
             line += f" {kw[link]:.4f} | {nw / kw[link]:.0f}x |"
-        print(line + f" {npps:,.0f} | {kpps:,.0f} | {ng:.2f} | {kg:.2f} |")
+        print(line + f" {npps:,.0f} | {kpps:,.0f} | {ng:.2f} | {kg:.2f} | {100 * ns:.0f}% | {100 * ks:.0f}% |")
     print()
-    print(f"Fastest of {a.reps} repetitions:")
+    print(f"Fastest of {a.reps} repetitions (ns-3) and {a.reps * a.inner} (Kleinrock):")
     print()
     print(f"| case | ns-3 wall s | Kleinrock ({links[0]}) wall s | ratio | ns-3 bn pkts/s | Kleinrock bn pkts/s |")
     print("|---" * 6 + "|")
