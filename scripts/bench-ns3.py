@@ -2,7 +2,7 @@
 """Kleinrock's simulator against ns-3, side by side, on the anchor cases.
 
 Runs the ns-3 dumbbell (ns-3.44, ../shared/anchors/ns3, built with its
-build.sh) and `kleinrock sim SCENARIO --out DIR` on the same cases,
+build.sh) and `kleinrock sim SCENARIO` on the same cases,
 alternating ns-3 and Kleinrock in one session, and prints per case: the
 median wall times of the whole processes, their ratio, bottleneck packets
 per wall second, and both goodputs; then the same from each program's
@@ -14,6 +14,7 @@ measured alternately, so both see the same host.
 
     scripts/bench-ns3.py [--reps 3] [--cases A,B,C1,C2,D,E,F,F0] [--ns3 PATH]
                          [--link static|dynamic|both] [--cpu N|none] [--inner 5]
+                         [--write-results]
 
 (ns-3 takes minutes on C2; `--cases A,B,C1,D,E,F,F0` leaves it out.)
 
@@ -36,13 +37,19 @@ only a run of a few milliseconds notices. On one CPU the parent's CPU is
 awake when the child starts and when the parent is woken at its end.
 Each repetition runs Kleinrock `--inner` times (default 5) for every
 ns-3 run: its runs take milliseconds, so its median comes from more
-samples at no cost to the session's length. The last two columns give
-the share of the CPU's time the hypervisor stole during each program's
-runs (/proc/stat): what a figure measured on a busy host is worth.
+samples at no cost to the session's length.
+
+Each program prints a summary (ns-3's RESULT line, Kleinrock's table)
+and writes nothing else; `--write-results` has Kleinrock also write its
+time series and summaries (`--out`, ~200 KB per run), work the ns-3
+dumbbell does not do. The last two columns give the share of the CPU's
+time the hypervisor stole during each program's runs (/proc/stat): what
+a figure measured on a busy host is worth.
 """
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -148,14 +155,27 @@ def run_ns3(binary, params, rep, tmp):
     return wall, float(rec["goodputMbps"]), int(rec["bnTxPkts"])
 
 
-def run_kleinrock(binary, scenario, out_dir):
-    args = [binary, "sim", scenario, "--quiet", "--out", out_dir]
-    wall = timed(args, os.path.join(out_dir, "kleinrock.out"))
-    name = os.path.splitext(os.path.basename(scenario))[0]
-    with open(os.path.join(out_dir, name, "results.json")) as f:
-        r = json.load(f)
-    goodput = sum(fl["goodput_bps"] for fl in r["flows"]) / 1e6
-    return wall, goodput, r["links"]["up"]["tx_packets"]
+def run_kleinrock(binary, scenario, tmp, write_results):
+    """One run; its goodput and bottleneck packets come from the summary
+    it prints, as ns-3's do from its RESULT line, or with
+    `write_results` from the results.json it also writes."""
+    args = [binary, "sim", scenario, "--quiet"]
+    if write_results:
+        args += ["--out", tmp]
+    log = os.path.join(tmp, "kleinrock.out")
+    wall = timed(args, log)
+    if write_results:
+        name = os.path.splitext(os.path.basename(scenario))[0]
+        with open(os.path.join(tmp, name, "results.json")) as f:
+            r = json.load(f)
+        return wall, sum(fl["goodput_bps"] for fl in r["flows"]) / 1e6, r["links"]["up"]["tx_packets"]
+    with open(log) as f:
+        out = f.read()
+    goodput = sum(float(m) for m in re.findall(r" (\d+\.\d+) Mb/s ", out))
+    packets = re.search(r"^bottleneck up: (\d+) packets sent", out, re.M)
+    if packets is None:
+        sys.exit(f"no 'bottleneck up' line in kleinrock's summary of {scenario}:\n{out[-2000:]}")
+    return wall, goodput, int(packets.group(1))
 
 
 def host_triple():
@@ -188,6 +208,8 @@ def main():
                     help="which kleinrock build(s) to measure (default both)")
     ap.add_argument("--cpu", default=str(os.cpu_count() - 1),
                     help="CPU to run both programs on, or 'none' (default the last CPU)")
+    ap.add_argument("--write-results", action="store_true",
+                    help="Kleinrock also writes its results files (--out), which ns-3's dumbbell does not")
     ap.add_argument("--inner", type=int, default=5,
                     help="Kleinrock runs per ns-3 run (default 5)")
     a = ap.parse_args()
@@ -218,7 +240,8 @@ def main():
                 n.append(ns3_steal.around(lambda: run_ns3(ns3, params, rep, tmp)))
                 for _ in range(a.inner):
                     for link in links:
-                        k[link].append(kr_steal.around(lambda: run_kleinrock(krs[link], scenario, tmp)))
+                        k[link].append(kr_steal.around(
+                            lambda: run_kleinrock(krs[link], scenario, tmp, a.write_results)))
                 times = ", ".join(f"kleinrock {link} {k[link][-1][0]:.4f} s" for link in links)
                 print(f"  {c} rep {rep}: ns-3 {n[-1][0]:.2f} s, {times}", file=sys.stderr)
             nw = statistics.median(x[0] for x in n)
