@@ -66,12 +66,13 @@ impl Rack {
     /// `tcp_rack_detect_loss()`: marks lost segments; returns how long (µs)
     /// until the next one could be (0: none pending), and how many it marked.
     pub fn detect_loss(&self, sb: &mut Scoreboard, now_us: u64, reo_wnd: u32) -> (u32, u32) {
-        let mut timeout = 0u32;
-        let mut lost = Vec::new();
+        let (mut timeout, mut marked) = (0u32, 0u32);
         sb.trim_tsorted();
         // In transmission order, as Linux walks `tsorted_sent_queue`: the
         // first segment not sent before the newest delivered one ends it.
-        for (seq, tx_us) in sb.tsorted() {
+        let mut pos = sb.tsorted_start();
+        while let Some((at, seq, tx_us)) = sb.tsorted_next(pos) {
+            pos = at.wrapping_add(1);
             let s = sb.get(seq);
             if s.has(LOST) && !s.has(RETRANS) {
                 continue;
@@ -82,12 +83,11 @@ impl Rack {
             let elapsed = now_us.saturating_sub(tx_us) as i64;
             let remaining = self.rtt_us as i64 + reo_wnd as i64 - elapsed;
             if remaining <= 0 {
-                lost.push(seq);
+                marked += u32::from(sb.mark_lost(seq));
             } else {
                 timeout = timeout.max(remaining as u32);
             }
         }
-        let marked = lost.into_iter().filter(|&seq| sb.mark_lost(seq)).count() as u32;
         (timeout, marked)
     }
 }

@@ -118,10 +118,32 @@ impl Scoreboard {
     /// Segments neither ACKed nor SACKed, with their latest transmit time,
     /// in the order they were (re)transmitted: RACK's walk.
     pub fn tsorted(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
-        self.tsorted
-            .iter()
-            .copied()
-            .filter(|&(seq, tx)| self.is_live(seq, tx))
+        let mut pos = self.tsorted_start();
+        std::iter::from_fn(move || {
+            let (at, seq, tx_us) = self.tsorted_next(pos)?;
+            pos = at.wrapping_add(1);
+            Some((seq, tx_us))
+        })
+    }
+
+    /// Where the walk of [`Scoreboard::tsorted`] starts.
+    pub fn tsorted_start(&self) -> u32 {
+        self.tsorted.end().wrapping_sub(self.tsorted.len())
+    }
+
+    /// The walk's next segment at or after position `pos`: its position,
+    /// sequence and latest transmit time. By position, so that a walker
+    /// may mark segments lost as it goes without collecting them first
+    /// (marking leaves `tsorted` and every entry's liveness as they are).
+    pub fn tsorted_next(&self, mut pos: u32) -> Option<(u32, u32, u64)> {
+        while self.tsorted.contains(pos) {
+            let (seq, tx_us) = *self.tsorted.get(pos);
+            if self.is_live(seq, tx_us) {
+                return Some((pos, seq, tx_us));
+            }
+            pos = pos.wrapping_add(1);
+        }
+        None
     }
 
     /// Removes the head segment (cumulatively ACKed), fixing the counts.
