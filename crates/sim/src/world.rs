@@ -526,14 +526,18 @@ impl Sim {
         self.events.schedule(next, Event::UdpSend(id));
     }
 
-    /// Serves a pipe whose head has arrived. While its next arrival comes
-    /// before `until` and before every other event, that arrival is the
-    /// next event: it is counted and served here, without a round trip
+    /// Serves a pipe whose head has arrived, one packet at a time. Packets
+    /// arriving at the same instant belong to this event. While the next
+    /// arrival comes before `until` and before every other event, it is
+    /// the next event: it is counted and served here, without a round trip
     /// through the event queue.
     fn pipe_arrival(&mut self, pipe: usize, until: Time) {
         loop {
-            self.serve_pipe(pipe);
+            if let Some(p) = self.pipes[pipe].pop() {
+                self.deliver(p);
+            }
             match self.pipes[pipe].head_time() {
+                Some(at) if at <= self.now => {}
                 Some(at) if at < until && self.events.stays_next(at) => {
                     self.now = at;
                     self.events_processed += 1;
@@ -551,56 +555,54 @@ impl Sim {
         }
     }
 
-    /// Hands every packet that has arrived at the end of a pipe to its
+    /// Hands a packet that has reached the end of its pipe to its
     /// receiver.
     #[inline(always)]
-    fn serve_pipe(&mut self, pipe: usize) {
-        while let Some(p) = self.pipes[pipe].pop(self.now) {
-            let f = p.flow as usize;
-            match p.kind {
-                Kind::PingRequest => {
-                    let mut reply = Packet::other(p.flow, Kind::PingReply, p.bytes, p.sent);
-                    self.put_on_link(1, &mut reply);
+    fn deliver(&mut self, p: Packet) {
+        let f = p.flow as usize;
+        match p.kind {
+            Kind::PingRequest => {
+                let mut reply = Packet::other(p.flow, Kind::PingReply, p.bytes, p.sent);
+                self.put_on_link(1, &mut reply);
+            }
+            Kind::PingReply => {
+                let i = f - self.flows.len();
+                let rtt_us = ((self.now - p.sent) / 1000).min(u32::MAX as u64) as u32;
+                self.pings[i].received += 1;
+                self.pings[i].hist.add(rtt_us);
+                self.results.ping_series.push(PingSample {
+                    t: self.now as f64 / SEC as f64,
+                    ping: i as u32,
+                    rtt_ms: rtt_us as f64 / 1000.0,
+                });
+            }
+            Kind::Request => {
+                let segments = self.cfg.flows[f]
+                    .request_response
+                    .map_or(0, |r| r.response_segments);
+                self.flows[f]
+                    .sender
+                    .offer(self.now, segments, &mut self.scratch);
+                self.flush(f, true);
+            }
+            Kind::Udp => {
+                let i = f - self.flows.len() - self.pings.len();
+                self.udps[i].received_bytes += p.bytes as u64;
+            }
+            Kind::Data => {
+                self.flows[f]
+                    .receiver
+                    .on_data(self.now, &p, &mut self.scratch);
+                self.flush(f, false);
+                self.check_response(f);
+            }
+            Kind::Ack => {
+                let fl = &mut self.flows[f];
+                fl.sender.on_ack(self.now, &p, &mut self.scratch);
+                if let Some(r) = fl.sender.last_rtt_sample.take() {
+                    fl.rtt_hist.add(r);
                 }
-                Kind::PingReply => {
-                    let i = f - self.flows.len();
-                    let rtt_us = ((self.now - p.sent) / 1000).min(u32::MAX as u64) as u32;
-                    self.pings[i].received += 1;
-                    self.pings[i].hist.add(rtt_us);
-                    self.results.ping_series.push(PingSample {
-                        t: self.now as f64 / SEC as f64,
-                        ping: i as u32,
-                        rtt_ms: rtt_us as f64 / 1000.0,
-                    });
-                }
-                Kind::Request => {
-                    let segments = self.cfg.flows[f]
-                        .request_response
-                        .map_or(0, |r| r.response_segments);
-                    self.flows[f]
-                        .sender
-                        .offer(self.now, segments, &mut self.scratch);
-                    self.flush(f, true);
-                }
-                Kind::Udp => {
-                    let i = f - self.flows.len() - self.pings.len();
-                    self.udps[i].received_bytes += p.bytes as u64;
-                }
-                Kind::Data => {
-                    self.flows[f]
-                        .receiver
-                        .on_data(self.now, &p, &mut self.scratch);
-                    self.flush(f, false);
-                    self.check_response(f);
-                }
-                Kind::Ack => {
-                    let fl = &mut self.flows[f];
-                    fl.sender.on_ack(self.now, &p, &mut self.scratch);
-                    if let Some(r) = fl.sender.last_rtt_sample.take() {
-                        fl.rtt_hist.add(r);
-                    }
-                    self.flush(f, true);
-                }
+                self.flush(f, true);
             }
         }
     }
