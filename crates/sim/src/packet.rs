@@ -35,6 +35,18 @@ impl Kind {
     }
 }
 
+/// Where an endpoint's packets go as it sends them: onto the world's link,
+/// or into a `Vec` (tests).
+pub trait Wire {
+    fn send(&mut self, p: Packet);
+}
+
+impl Wire for Vec<Packet> {
+    fn send(&mut self, p: Packet) {
+        self.push(p);
+    }
+}
+
 /// Up to three SACK blocks, as fit in a header with timestamps.
 pub const MAX_SACK_BLOCKS: usize = 3;
 

@@ -20,7 +20,7 @@ use crate::fq_codel::FqCodel;
 use crate::link::{Arrival, Link, LinkStats, Pipe, Qdisc};
 use crate::loss::LossModel;
 use crate::mahimahi::Trace;
-use crate::packet::{Kind, Packet};
+use crate::packet::{Kind, Packet, Wire};
 use crate::queue::{Fifo, Limit};
 use crate::red::{Red, RedParams};
 use crate::results::{
@@ -173,7 +173,7 @@ struct Flow {
     stop: Option<Time>,
     wake_at: Option<Time>,
     /// The sender's `next_wakeup()` after its last change: only the
-    /// sender's own calls change it, so the receiver's flushes reuse it.
+    /// sender's own calls change it, so the receiver's calls reuse it.
     sender_wakeup: Option<Time>,
     rtt_hist: Histogram,
     last_delivered: u64,
@@ -188,18 +188,69 @@ struct Flow {
     responses_done: u64,
 }
 
-/// A run in progress.
-pub struct Sim {
-    now: Time,
+/// What packets cross: the two links, the flows' pipes after them, the
+/// event queue their arrivals go on, and the random draws of loss and
+/// jitter.
+struct Net {
     events: EventQueue,
     rng: SplitMix64,
     links: [Link; 2],
     /// Two per flow: `2 * flow` carries data, `2 * flow + 1` ACKs.
     pipes: Vec<Pipe>,
+}
+
+impl Net {
+    /// Offers a packet to a link at `now`; if it gets through, it is on
+    /// its way.
+    #[inline(always)]
+    fn put_on_link(&mut self, now: Time, link: usize, p: &mut Packet) {
+        match self.links[link].arrive(now, p, &mut self.rng) {
+            Arrival::Departs(done) => self.propagate(done, p),
+            Arrival::Started(done) => self.events.schedule(done, Event::LinkTxDone(link as u16)),
+            Arrival::Queued | Arrival::Dropped => {}
+        }
+    }
+
+    /// Puts a packet that leaves its link at `at` into its pipe.
+    #[inline(always)]
+    fn propagate(&mut self, at: Time, p: &Packet) {
+        let pipe = 2 * p.flow as usize + usize::from(p.kind.is_reverse());
+        if let Some(t) = self.pipes[pipe].push(at, p, &mut self.rng) {
+            self.events.schedule(t, Event::PipeArrival(pipe as u32));
+        }
+    }
+}
+
+/// One of a flow's two directions: its endpoint's packets go onto the
+/// link the moment they are sent. Nothing an endpoint does reads the
+/// network or the event queue, so the events come out in the order the
+/// packets were sent, as from a buffer flushed after the call.
+struct Onto<'a> {
+    net: &'a mut Net,
+    now: Time,
+    link: usize,
+}
+
+impl<'a> Onto<'a> {
+    fn new(net: &'a mut Net, now: Time, link: usize) -> Onto<'a> {
+        Onto { net, now, link }
+    }
+}
+
+impl Wire for Onto<'_> {
+    #[inline(always)]
+    fn send(&mut self, mut p: Packet) {
+        self.net.put_on_link(self.now, self.link, &mut p);
+    }
+}
+
+/// A run in progress.
+pub struct Sim {
+    now: Time,
+    net: Net,
     flows: Vec<Flow>,
     pings: Vec<Ping>,
     udps: Vec<Udp>,
-    scratch: Vec<Packet>,
     cfg: Config,
     results: Results,
     last_link_stats: [LinkStats; 2],
@@ -303,14 +354,15 @@ impl Sim {
         events.schedule(cfg.sample_interval, Event::Sample);
         Ok(Sim {
             now: 0,
-            events,
-            rng: SplitMix64::new(cfg.seed),
-            links,
-            pipes,
+            net: Net {
+                events,
+                rng: SplitMix64::new(cfg.seed),
+                links,
+                pipes,
+            },
             flows,
             pings,
             udps,
-            scratch: Vec::with_capacity(64),
             results: Results::new(&cfg),
             last_link_stats: [LinkStats::default(); 2],
             cfg,
@@ -328,7 +380,7 @@ impl Sim {
         let end = self.cfg.duration;
         let step = (end / 100).max(1);
         let mut next_report = step;
-        while let Some((t, ev)) = self.events.peek() {
+        while let Some((t, ev)) = self.net.events.peek() {
             if t > end {
                 break;
             }
@@ -354,7 +406,7 @@ impl Sim {
         if let Event::PipeArrival(p) = ev {
             return self.pipe_arrival(p as usize, until);
         }
-        self.events.pop();
+        self.net.events.pop();
         match ev {
             Event::LinkTxDone(l) => self.link_done(l as usize),
             Event::PipeArrival(_) => {}
@@ -362,8 +414,9 @@ impl Sim {
             Event::FlowStart(f) => {
                 let now = self.now;
                 let fl = &mut self.flows[f as usize];
-                fl.sender.start(now, &mut self.scratch);
-                self.flush(f as usize, true);
+                fl.sender
+                    .start(now, &mut Onto::new(&mut self.net, now, fl.data_link));
+                self.arm_flow(f as usize, true);
                 if self.cfg.flows[f as usize].request_response.is_some() {
                     self.send_request(f);
                 }
@@ -378,25 +431,6 @@ impl Sim {
             Event::UdpSend(id) => self.udp_send(id),
             Event::Sample => self.sample(),
         }
-    }
-
-    /// Sends what a flow's sender (`from_sender`) or receiver put in the
-    /// scratch buffer onto the right link, and re-arms the flow's timer.
-    #[inline(always)]
-    fn flush(&mut self, f: usize, from_sender: bool) {
-        let link = if from_sender {
-            self.flows[f].data_link
-        } else {
-            1 - self.flows[f].data_link
-        };
-        // Taken out for the loop, so that each packet goes by reference.
-        let mut out = std::mem::take(&mut self.scratch);
-        for p in out.iter_mut() {
-            self.put_on_link(link, p);
-        }
-        out.clear();
-        self.scratch = out;
-        self.arm_flow(f, from_sender);
     }
 
     /// Schedules the flow's timer event for the earlier of its sender's
@@ -415,7 +449,7 @@ impl Sim {
             let t = t.max(self.now);
             if fl.wake_at.is_none_or(|w| t < w || w < self.now) {
                 fl.wake_at = Some(t);
-                self.events.schedule(t, Event::FlowTimer(f as u32));
+                self.net.events.schedule(t, Event::FlowTimer(f as u32));
             }
         }
     }
@@ -426,40 +460,31 @@ impl Sim {
         if fl.wake_at == Some(now) {
             fl.wake_at = None;
         }
-        fl.receiver.on_timer(now, &mut self.scratch);
-        if !self.scratch.is_empty() {
-            self.flush(f, false);
+        if fl
+            .receiver
+            .on_timer(now, &mut Onto::new(&mut self.net, now, 1 - fl.data_link))
+        {
+            self.arm_flow(f, false);
         }
-        self.flows[f].sender.on_timer(now, &mut self.scratch);
-        self.flush(f, true);
-    }
-
-    #[inline(always)]
-    fn propagate(&mut self, at: Time, p: &Packet) {
-        let pipe = 2 * p.flow as usize + usize::from(p.kind.is_reverse());
-        if let Some(t) = self.pipes[pipe].push(at, p, &mut self.rng) {
-            self.events.schedule(t, Event::PipeArrival(pipe as u32));
-        }
+        let fl = &mut self.flows[f];
+        fl.sender
+            .on_timer(now, &mut Onto::new(&mut self.net, now, fl.data_link));
+        self.arm_flow(f, true);
     }
 
     fn link_done(&mut self, l: usize) {
-        let (p, next) = self.links[l].complete(self.now, &mut self.rng);
+        let net = &mut self.net;
+        let (p, next) = net.links[l].complete(self.now, &mut net.rng);
         if let Some(done) = next {
-            self.events.schedule(done, Event::LinkTxDone(l as u16));
+            net.events.schedule(done, Event::LinkTxDone(l as u16));
         }
         if let Some(p) = p {
-            self.propagate(self.now, &p);
+            net.propagate(self.now, &p);
         }
     }
 
-    /// Offers a packet to a link; if it gets through, it is on its way.
-    #[inline(always)]
     fn put_on_link(&mut self, link: usize, p: &mut Packet) {
-        match self.links[link].arrive(self.now, p, &mut self.rng) {
-            Arrival::Departs(done) => self.propagate(done, p),
-            Arrival::Started(done) => self.events.schedule(done, Event::LinkTxDone(link as u16)),
-            Arrival::Queued | Arrival::Dropped => {}
-        }
+        self.net.put_on_link(self.now, link, p);
     }
 
     fn send_request(&mut self, f: u32) {
@@ -494,7 +519,8 @@ impl Sim {
                 fl.responses_done += 1;
                 fl.responses
                     .add(((self.now - sent) / 1000).min(u32::MAX as u64) as u32);
-                self.events
+                self.net
+                    .events
                     .schedule(self.now + rr.think, Event::RequestSend(f as u32));
             }
         }
@@ -510,7 +536,7 @@ impl Sim {
         self.pings[i].sent += 1;
         // 84 bytes: IPv4 20 + ICMP 8 + 56 bytes of payload, ping's default.
         self.put_on_link(0, &mut Packet::other(id, Kind::PingRequest, 84, self.now));
-        self.events.schedule(next, Event::PingSend(id));
+        self.net.events.schedule(next, Event::PingSend(id));
     }
 
     fn udp_send(&mut self, id: u32) {
@@ -523,7 +549,7 @@ impl Sim {
         let next = self.now + self.udps[i].gap;
         self.udps[i].sent += 1;
         self.put_on_link(link, &mut Packet::other(id, Kind::Udp, bytes, self.now));
-        self.events.schedule(next, Event::UdpSend(id));
+        self.net.events.schedule(next, Event::UdpSend(id));
     }
 
     /// Serves a pipe whose head has arrived, one packet at a time. Packets
@@ -533,22 +559,23 @@ impl Sim {
     /// through the event queue.
     fn pipe_arrival(&mut self, pipe: usize, until: Time) {
         loop {
-            if let Some(p) = self.pipes[pipe].pop() {
+            if let Some(p) = self.net.pipes[pipe].pop() {
                 self.deliver(p);
             }
-            match self.pipes[pipe].head_time() {
+            match self.net.pipes[pipe].head_time() {
                 Some(at) if at <= self.now => {}
-                Some(at) if at < until && self.events.stays_next(at) => {
+                Some(at) if at < until && self.net.events.stays_next(at) => {
                     self.now = at;
                     self.events_processed += 1;
                 }
                 Some(at) => {
                     return self
+                        .net
                         .events
                         .replace_next(at, Event::PipeArrival(pipe as u32))
                 }
                 None => {
-                    self.events.pop();
+                    self.net.events.pop();
                     return;
                 }
             }
@@ -580,29 +607,30 @@ impl Sim {
                 let segments = self.cfg.flows[f]
                     .request_response
                     .map_or(0, |r| r.response_segments);
-                self.flows[f]
-                    .sender
-                    .offer(self.now, segments, &mut self.scratch);
-                self.flush(f, true);
+                let fl = &mut self.flows[f];
+                let wire = &mut Onto::new(&mut self.net, self.now, fl.data_link);
+                fl.sender.offer(self.now, segments, wire);
+                self.arm_flow(f, true);
             }
             Kind::Udp => {
                 let i = f - self.flows.len() - self.pings.len();
                 self.udps[i].received_bytes += p.bytes as u64;
             }
             Kind::Data => {
-                self.flows[f]
-                    .receiver
-                    .on_data(self.now, &p, &mut self.scratch);
-                self.flush(f, false);
+                let fl = &mut self.flows[f];
+                let wire = &mut Onto::new(&mut self.net, self.now, 1 - fl.data_link);
+                fl.receiver.on_data(self.now, &p, wire);
+                self.arm_flow(f, false);
                 self.check_response(f);
             }
             Kind::Ack => {
                 let fl = &mut self.flows[f];
-                fl.sender.on_ack(self.now, &p, &mut self.scratch);
+                let wire = &mut Onto::new(&mut self.net, self.now, fl.data_link);
+                fl.sender.on_ack(self.now, &p, wire);
                 if let Some(r) = fl.sender.last_rtt_sample.take() {
                     fl.rtt_hist.add(r);
                 }
-                self.flush(f, true);
+                self.arm_flow(f, true);
             }
         }
     }
@@ -644,7 +672,7 @@ impl Sim {
                 ca_state: ca_state_name(s.sk.icsk_ca_state),
             });
         }
-        for (l, link) in self.links.iter_mut().enumerate() {
+        for (l, link) in self.net.links.iter_mut().enumerate() {
             let (pkts, bytes) = link.backlog(now);
             let st = link.stats;
             let last = self.last_link_stats[l];
@@ -659,7 +687,7 @@ impl Sim {
             });
             self.last_link_stats[l] = st;
         }
-        self.events.schedule(now + interval, Event::Sample);
+        self.net.events.schedule(now + interval, Event::Sample);
     }
 
     fn finish(mut self) -> std::io::Result<Results> {
@@ -733,7 +761,7 @@ impl Sim {
                 },
             });
         }
-        for (l, link) in self.links.iter().enumerate() {
+        for (l, link) in self.net.links.iter().enumerate() {
             self.results.links[l] = link.stats;
         }
         self.results.events = self.events_processed;

@@ -10,7 +10,7 @@
 
 use kleinrock_cc::dctcp::ece_ack_update;
 
-use crate::packet::{Ecn, Packet, MAX_SACK_BLOCKS};
+use crate::packet::{Ecn, Packet, Wire, MAX_SACK_BLOCKS};
 use crate::time::{Time, MS};
 
 use super::sender::HEADER_BYTES;
@@ -118,7 +118,7 @@ impl Receiver {
 
     /// `__tcp_ecn_check_ce()` for one ECN-capable (or not) data packet,
     /// after `rcv_nxt` has taken it in; true if it must be ACKed at once.
-    fn check_ce(&mut self, p: &Packet, out: &mut Vec<Packet>) -> bool {
+    fn check_ce(&mut self, p: &Packet, out: &mut impl Wire) -> bool {
         if p.ecn == Ecn::NotEct {
             // After ECT has been seen, a Not-ECT segment is probably a
             // retransmission: ACK quickly.
@@ -149,7 +149,7 @@ impl Receiver {
                 if let Some((cum, ece)) = r.flush {
                     // Not `ack()`: an ACK below rcv_nxt leaves the delayed
                     // ACK state alone (`tcp_event_ack_sent()`).
-                    out.push(self.ack_packet(cum, ece, None));
+                    out.send(self.ack_packet(cum, ece, None));
                     self.acks_sent += 1;
                     if cum == self.rcv_nxt {
                         self.unacked = 0;
@@ -183,7 +183,7 @@ impl Receiver {
     }
 
     /// A data segment arrives; any ACK to send now is pushed to `out`.
-    pub fn on_data(&mut self, now: Time, p: &Packet, out: &mut Vec<Packet>) {
+    pub fn on_data(&mut self, now: Time, p: &Packet, out: &mut impl Wire) {
         // tcp_ecn_accept_cwr(): the sender has reduced; it may be down to
         // a packet or two, so ACK at once.
         let mut now_ack = false;
@@ -193,16 +193,16 @@ impl Receiver {
         }
         let seq = p.seq;
         if seq < self.rcv_nxt {
-            out.push(self.ack(Some((seq, seq + 1))));
+            out.send(self.ack(Some((seq, seq + 1))));
             return;
         }
         if seq > self.rcv_nxt {
             self.check_ce(p, out);
             if !self.add_ooo(seq) {
-                out.push(self.ack(Some((seq, seq + 1))));
+                out.send(self.ack(Some((seq, seq + 1))));
                 return;
             }
-            out.push(self.ack(None));
+            out.send(self.ack(None));
             return;
         }
         // In order: advance over any ranges it joins.
@@ -218,17 +218,19 @@ impl Receiver {
         self.unacked += advanced;
         now_ack |= self.check_ce(p, out);
         if had_ooo || self.quick > 0 || self.unacked > 1 || now_ack {
-            out.push(self.ack(None));
+            out.send(self.ack(None));
         } else if self.delack_at.is_none() {
             self.delack_at = Some(now + DELACK);
         }
     }
 
-    /// The delayed-ACK timer.
-    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
-        if self.delack_at.is_some_and(|t| t <= now) {
-            out.push(self.ack(None));
+    /// The delayed-ACK timer; true if it sent the ACK.
+    pub fn on_timer(&mut self, now: Time, out: &mut impl Wire) -> bool {
+        let due = self.delack_at.is_some_and(|t| t <= now);
+        if due {
+            out.send(self.ack(None));
         }
+        due
     }
 }
 

@@ -27,7 +27,7 @@ use super::rack::Rack;
 use super::rate::RateSampler;
 use super::rtt::{RttEstimator, RTO_MAX_US, RTO_MIN_US};
 use super::scoreboard::{Scoreboard, Seg, EVER_RETRANS, LOST, RETRANS, SACKED};
-use crate::packet::{Ecn, Packet};
+use crate::packet::{Ecn, Packet, Wire};
 use crate::time::{Time, SEC, US};
 
 /// Header bytes on a data segment or ACK: IPv4 20 + TCP 20 + timestamps 12.
@@ -300,7 +300,7 @@ impl Sender {
     }
 
     /// Starts the connection (after the handshake): init, then send.
-    pub fn start(&mut self, now: Time, out: &mut Vec<Packet>) {
+    pub fn start(&mut self, now: Time, out: &mut impl Wire) {
         self.started = true;
         self.sync(now);
         // ECN is negotiated in the handshake, before init sees the socket.
@@ -316,7 +316,7 @@ impl Sender {
     }
 
     /// The application offers `segments` more to send (a response).
-    pub fn offer(&mut self, now: Time, segments: u64, out: &mut Vec<Packet>) {
+    pub fn offer(&mut self, now: Time, segments: u64, out: &mut impl Wire) {
         self.cfg.limit_segments = Some(self.cfg.limit_segments.unwrap_or(0) + segments);
         self.done_at = None;
         self.sync(now);
@@ -367,7 +367,7 @@ impl Sender {
 
     /// `tcp_write_xmit()`: retransmissions first, then new data, while the
     /// window (and the pacing clock) allows.
-    fn write_xmit(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn write_xmit(&mut self, now: Time, out: &mut impl Wire) {
         let mut sent = 0u32;
         let mut cwnd_limited = false;
         let mut rearm = false;
@@ -439,7 +439,7 @@ impl Sender {
     /// re-arming (`tcp_event_new_data_sent()`: the only flight, or a loss
     /// probe pending); the caller does it.
     #[must_use]
-    fn send_new(&mut self, now: Time, out: &mut Vec<Packet>) -> bool {
+    fn send_new(&mut self, now: Time, out: &mut impl Wire) -> bool {
         let now_us = now / US;
         let prior_packets = self.sb.packets_out();
         if self.sb.in_flight() == 0 {
@@ -461,7 +461,7 @@ impl Sender {
             self.ecn_cwr_pending = false;
             self.sk.ecn_flags &= !TCP_ECN_QUEUE_CWR;
         }
-        out.push(p);
+        out.send(p);
         self.stats.segments_sent += 1;
         self.sk.lsndtime = self.sk.jiffies;
         prior_packets == 0 || matches!(self.timer, Some((_, TimerKind::LossProbe)))
@@ -497,11 +497,11 @@ impl Sender {
         self.call(Hook::CwndEvent(CaEvent::TxStart));
     }
 
-    fn retransmit(&mut self, now: Time, seq: u32, out: &mut Vec<Packet>) {
+    fn retransmit(&mut self, now: Time, seq: u32, out: &mut impl Wire) {
         let now_us = now / US;
         let stamp = self.rate.on_send(now_us, self.sb.packets_out());
         self.sb.mark_retransmitted(seq, now_us, stamp);
-        out.push(self.packet(seq, true));
+        out.send(self.packet(seq, true));
         self.stats.segments_sent += 1;
         self.stats.retransmits += 1;
     }
@@ -594,7 +594,7 @@ impl Sender {
     }
 
     /// Called when the world's timer event for this flow fires.
-    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+    pub fn on_timer(&mut self, now: Time, out: &mut impl Wire) {
         if let Some((at, kind)) = self.timer {
             if at <= now {
                 self.timer = None;
@@ -614,7 +614,7 @@ impl Sender {
     }
 
     /// `tcp_retransmit_timer()` and `tcp_enter_loss()`.
-    fn on_rto(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn on_rto(&mut self, now: Time, out: &mut impl Wire) {
         if self.sb.packets_out() == 0 {
             return;
         }
@@ -658,7 +658,7 @@ impl Sender {
 
     /// `tcp_send_loss_probe()`: new data if there is any, else the last
     /// segment again.
-    fn on_loss_probe(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn on_loss_probe(&mut self, now: Time, out: &mut impl Wire) {
         if self.tlp_high_seq.is_none() && self.sb.packets_out() > 0 {
             self.tlp_retrans = false;
             let probed = if self.has_new_data() && self.sb.packets_out() < self.cfg.rwnd_segments {
@@ -686,7 +686,7 @@ impl Sender {
     }
 
     /// `tcp_rack_reo_timeout()`.
-    fn on_reorder_timeout(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn on_reorder_timeout(&mut self, now: Time, out: &mut impl Wire) {
         let prior_lost = self.sb.lost_out;
         self.rack_mark_lost(now);
         if self.sb.lost_out > prior_lost
@@ -847,7 +847,7 @@ impl Sender {
     }
 
     /// Processes one ACK.
-    pub fn on_ack(&mut self, now: Time, ack: &Packet, out: &mut Vec<Packet>) {
+    pub fn on_ack(&mut self, now: Time, ack: &Packet, out: &mut impl Wire) {
         if !self.started {
             return;
         }
