@@ -273,11 +273,7 @@ impl Sender {
         }
         sk.tcp_clock_cache = now;
         sk.tcp_wstamp_ns = self.next_send;
-        sk.lost = self.lost_total;
         sk.packets_out = self.sb.packets_out();
-        sk.sacked_out = self.sb.sacked_out;
-        sk.lost_out = self.sb.lost_out;
-        sk.retrans_out = self.sb.retrans_out;
         sk.snd_una = una;
         sk.snd_nxt = nxt;
         sk.high_seq = high;
@@ -285,6 +281,22 @@ impl Sender {
         sk.min_rtt_us = self.min_rtt_us;
         sk.delivered = self.rate.delivered;
         sk.delivered_ce = self.delivered_ce;
+        self.sync_losses();
+        self.sync_rate();
+    }
+
+    /// The part of `sync` that loss detection changes.
+    fn sync_losses(&mut self) {
+        let sk = &mut self.sk;
+        sk.lost = self.lost_total;
+        sk.sacked_out = self.sb.sacked_out;
+        sk.lost_out = self.sb.lost_out;
+        sk.retrans_out = self.sb.retrans_out;
+    }
+
+    /// The part of `sync` that `tcp_rate_gen()` changes.
+    fn sync_rate(&mut self) {
+        let sk = &mut self.sk;
         sk.delivered_mstamp = self.rate.delivered_mstamp;
         sk.app_limited = self.rate.app_limited;
         sk.rate_app_limited = self.rate.rate_app_limited;
@@ -991,7 +1003,26 @@ impl Sender {
         self.stats.delivered += delivered as u64;
         self.rate
             .generate(&mut rs, now_us, delivered, self.rate_lost, self.min_rtt_us);
-        self.sync(now);
+        // Since the sync before the hooks, only loss detection (on a
+        // dubious ACK) and the rate sample have changed what the socket
+        // mirrors: nothing in between sends, takes an ACK or an RTT sample,
+        // or moves the clock, `high_seq` is synced where it moves, and no
+        // algorithm writes a mirrored field outside `cong_avoid` and
+        // `cong_control`.
+        if dubious {
+            self.sync_losses();
+        }
+        self.sync_rate();
+        // Checked in debug builds: a full sync changes nothing more (it
+        // changes nothing at all if the check holds).
+        debug_assert!(
+            {
+                let partial = self.sk.clone();
+                self.sync(now);
+                partial == self.sk
+            },
+            "the socket fell out of sync during an ACK"
+        );
         self.cong_control(cum, flag, delivered, &rs);
         if self
             .cfg
