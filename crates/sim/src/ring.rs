@@ -98,6 +98,12 @@ impl<T: Copy + Default> Ring<T> {
         Some(v)
     }
 
+    /// Empties the ring; the next record pushed keeps the next position.
+    pub fn clear(&mut self) {
+        self.start = self.end();
+        self.len = 0;
+    }
+
     /// Doubles the buffer, each record moving to its slot under the new
     /// mask.
     #[cold]
@@ -138,12 +144,12 @@ mod tests {
     use std::collections::VecDeque;
 
     proptest::proptest! {
-        /// Pushes, pops and retains behave as a VecDeque's, across growth
-        /// and the wrap of 32-bit positions.
+        /// Pushes, pops, retains and clears behave as a VecDeque's, across
+        /// growth and the wrap of 32-bit positions.
         #[test]
         fn behaves_as_a_deque(
             start in proptest::prelude::any::<u32>(),
-            ops in proptest::collection::vec(0u8..10, 1..600),
+            ops in proptest::collection::vec(0u8..11, 1..600),
         ) {
             let mut r: Ring<u64> = Ring::with_start(start);
             let mut d: VecDeque<u64> = VecDeque::new();
@@ -156,9 +162,13 @@ mod tests {
                     6..=8 => {
                         proptest::prop_assert_eq!(r.pop_front(), d.pop_front());
                     }
-                    _ => {
+                    9 => {
                         r.retain(|v| v % 3 != 0);
                         d.retain(|v| v % 3 != 0);
+                    }
+                    _ => {
+                        r.clear();
+                        d.clear();
                     }
                 }
                 proptest::prop_assert_eq!(r.len() as usize, d.len());

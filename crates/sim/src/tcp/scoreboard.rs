@@ -45,7 +45,17 @@ pub struct Scoreboard {
     /// segment is SACKed, cumulatively ACKed, or sent again (a new entry at
     /// the tail); stale entries are skipped, dropped from the head before
     /// a walk, and compacted away once they outnumber the live ones.
+    ///
+    /// Kept only while a segment from `una` on has been retransmitted
+    /// (`tsorted_listed`). Until then every segment in flight was sent
+    /// once, in sequence order, so that order is the transmission order
+    /// and the list would only repeat `segs`: most segments of most runs
+    /// are never listed.
     tsorted: Ring<(u32, u64)>,
+    tsorted_listed: bool,
+    /// One past the highest segment ever retransmitted: the list is needed
+    /// while `una` is below it.
+    resent_end: u32,
 }
 
 impl Scoreboard {
@@ -77,9 +87,32 @@ impl Scoreboard {
 
     /// Appends a new segment (the next `snd_nxt`).
     pub fn push(&mut self, seg: Seg) {
-        self.tsorted.push_back((self.nxt(), seg.tx_us));
+        if self.tsorted_listed {
+            if self.una >= self.resent_end {
+                // Every segment in flight has been sent once, in order.
+                self.tsorted_listed = false;
+                self.tsorted.clear();
+            } else {
+                self.tsorted.push_back((self.nxt(), seg.tx_us));
+            }
+        }
         self.segs.push_back(seg);
-        self.bound_tsorted();
+        if self.tsorted_listed {
+            self.bound_tsorted();
+        }
+    }
+
+    /// Starts listing `tsorted`: the segments not SACKed, in sequence
+    /// order, which is their order of transmission so far.
+    fn list_tsorted(&mut self) {
+        debug_assert!(self.tsorted.is_empty());
+        for seq in self.una..self.nxt() {
+            let s = *self.get(seq);
+            if !s.has(SACKED) {
+                self.tsorted.push_back((seq, s.tx_us));
+            }
+        }
+        self.tsorted_listed = true;
     }
 
     /// Is this `tsorted` entry its segment's latest transmission, still
@@ -128,14 +161,30 @@ impl Scoreboard {
 
     /// Where the walk of [`Scoreboard::tsorted`] starts.
     pub fn tsorted_start(&self) -> u32 {
-        self.tsorted.end().wrapping_sub(self.tsorted.len())
+        if self.tsorted_listed {
+            self.tsorted.end().wrapping_sub(self.tsorted.len())
+        } else {
+            self.una
+        }
     }
 
     /// The walk's next segment at or after position `pos`: its position,
-    /// sequence and latest transmit time. By position, so that a walker
+    /// sequence and latest transmit time. Positions are the list's while
+    /// it is kept, else sequence numbers. By position, so that a walker
     /// may mark segments lost as it goes without collecting them first
-    /// (marking leaves `tsorted` and every entry's liveness as they are).
+    /// (marking leaves `tsorted`, whether it is kept, and every entry's
+    /// liveness as they are).
     pub fn tsorted_next(&self, mut pos: u32) -> Option<(u32, u32, u64)> {
+        if !self.tsorted_listed {
+            while pos < self.nxt() {
+                let s = self.get(pos);
+                if !s.has(SACKED) {
+                    return Some((pos, pos, s.tx_us));
+                }
+                pos += 1;
+            }
+            return None;
+        }
         while self.tsorted.contains(pos) {
             let (seq, tx_us) = *self.tsorted.get(pos);
             if self.is_live(seq, tx_us) {
@@ -205,6 +254,10 @@ impl Scoreboard {
 
     /// Records a retransmission of `seq` at `tx_us`.
     pub fn mark_retransmitted(&mut self, seq: u32, tx_us: u64, stamp: TxStamp) {
+        if !self.tsorted_listed {
+            self.list_tsorted();
+        }
+        self.resent_end = self.resent_end.max(seq + 1);
         let s = self.get_mut(seq);
         debug_assert!(!s.has(RETRANS));
         s.flags |= RETRANS | EVER_RETRANS;
@@ -298,5 +351,61 @@ mod tests {
             sb.mark_sacked(i as u32);
         }
         assert!(sb.tsorted.len() < 2 * 4 + 64 + 1, "{}", sb.tsorted.len());
+    }
+
+    proptest::proptest! {
+        /// The walk is that of a list of every transmission ever made,
+        /// each live while it is its segment's latest and the segment is
+        /// neither ACKed nor SACKed, however sends, SACKs, losses,
+        /// retransmissions (some in the microsecond of the original) and
+        /// cumulative ACKs interleave.
+        #[test]
+        fn the_walk_is_every_live_transmission_in_order(
+            ops in proptest::collection::vec((0u8..6, 0u32..64, 0u64..3), 1..400),
+        ) {
+            let mut sb = Scoreboard::default();
+            let mut all: Vec<(u32, u64)> = Vec::new();
+            let mut now = 0u64;
+            for (op, k, dt) in ops {
+                now += dt;
+                let window = sb.nxt() - sb.una;
+                let seq = sb.una + if window > 0 { k % window } else { 0 };
+                match op {
+                    0 | 1 => {
+                        all.push((sb.nxt(), now));
+                        sb.push(Seg { tx_us: now, ..Default::default() });
+                    }
+                    2 if window > 0 => {
+                        sb.mark_sacked(seq);
+                    }
+                    3 if window > 0 => {
+                        sb.mark_lost(seq);
+                    }
+                    4 => {
+                        if let Some(seq) = sb.next_to_retransmit() {
+                            all.push((seq, now));
+                            sb.mark_retransmitted(seq, now, TxStamp::default());
+                        }
+                    }
+                    5 => {
+                        for _ in 0..(k % 4).min(window) {
+                            sb.pop();
+                        }
+                        if k % 3 == 0 {
+                            sb.trim_tsorted();
+                        }
+                    }
+                    _ => {}
+                }
+                let want: Vec<(u32, u64)> = all
+                    .iter()
+                    .copied()
+                    .filter(|&(seq, tx)| {
+                        sb.contains(seq) && !sb.get(seq).has(SACKED) && sb.get(seq).tx_us == tx
+                    })
+                    .collect();
+                proptest::prop_assert_eq!(sb.tsorted().collect::<Vec<_>>(), want);
+            }
+        }
     }
 }
