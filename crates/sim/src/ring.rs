@@ -6,8 +6,11 @@
 
 #[derive(Clone, Debug)]
 pub struct Ring<T> {
-    /// Never empty, and its length a power of two: every `slot` is in it.
-    buf: Vec<T>,
+    /// Never empty, and its length a power of two.
+    buf: Box<[T]>,
+    /// `buf.len() - 1`, kept rather than computed at each access: every
+    /// `pos & mask` is a slot of `buf`.
+    mask: u32,
     /// Position of the first record.
     start: u32,
     len: u32,
@@ -23,22 +26,23 @@ impl<T: Copy + Default> Ring<T> {
     /// An empty ring whose first record will have position `start`.
     pub fn with_start(start: u32) -> Ring<T> {
         Ring {
-            buf: vec![T::default()],
+            buf: Box::new([T::default()]),
+            mask: 0,
             start,
             len: 0,
         }
     }
 
     fn slot(&self, pos: u32) -> usize {
-        pos as usize & (self.buf.len() - 1)
+        (pos & self.mask) as usize
     }
 
     /// The slot of `pos`, unchecked: the pipes', queues' and scoreboard's
     /// rings are read and written several times per packet, and their
     /// bounds checks were 1.2% of case A's instructions (callgrind).
     fn slot_ref(&self, pos: u32) -> &T {
-        // SAFETY: `buf`'s length is a power of two (at least 1), so
-        // `slot(pos)` is below it for every `pos`.
+        // SAFETY: `mask` is `buf.len() - 1` and `buf`'s length a power of
+        // two (at least 1), so `slot(pos)` is below it for every `pos`.
         unsafe { self.buf.get_unchecked(self.slot(pos)) }
     }
 
@@ -81,7 +85,7 @@ impl<T: Copy + Default> Ring<T> {
     }
 
     pub fn push_back(&mut self, v: T) {
-        if self.len as usize == self.buf.len() {
+        if self.len > self.mask {
             self.grow();
         }
         *self.slot_mut(self.end()) = v;
@@ -109,12 +113,15 @@ impl<T: Copy + Default> Ring<T> {
     #[cold]
     fn grow(&mut self) {
         let cap = (2 * self.buf.len()).max(16);
-        let mut buf = vec![T::default(); cap];
+        let mut buf = vec![T::default(); cap].into_boxed_slice();
         for k in 0..self.len {
             let pos = self.start.wrapping_add(k);
             buf[pos as usize & (cap - 1)] = *self.get(pos);
         }
         self.buf = buf;
+        // Exact: the ring grows when full, and a full ring holds at most
+        // 2^32 - 1 records (`len` is a u32), so `cap - 1` fits.
+        self.mask = (cap - 1) as u32;
     }
 
     /// The records front to back.
