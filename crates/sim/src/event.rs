@@ -69,18 +69,23 @@ impl EventQueue {
             seq: self.seq,
             ev,
         };
-        let h = &mut self.heap;
-        let mut i = h.len();
-        h.push(e);
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if !e.before(&h[parent]) {
+        self.heap.push(e);
+        let h = self.heap.as_mut_slice();
+        // The hole, from the new last slot up: below `h.len()` throughout.
+        let mut hole = h.len() - 1;
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            // SAFETY: `parent < hole < h.len()`.
+            let p = unsafe { *h.get_unchecked(parent) };
+            if !e.before(&p) {
                 break;
             }
-            h[i] = h[parent];
-            i = parent;
+            // SAFETY: as above.
+            unsafe { *h.get_unchecked_mut(hole) = p };
+            hole = parent;
         }
-        h[i] = e;
+        // SAFETY: as above.
+        unsafe { *h.get_unchecked_mut(hole) = e };
     }
 
     /// The next event and its time.
@@ -103,15 +108,19 @@ impl EventQueue {
     /// followed by `schedule(at, ev)` does, with one sift instead of two.
     /// Anything scheduled since the peek sorts after the replaced event
     /// (no earlier time, a later `seq`), so it is still the next one.
+    /// (On an empty queue it is `schedule`.)
     pub fn replace_next(&mut self, at: Time, ev: Event) {
-        debug_assert!(!self.heap.is_empty());
         self.seq += 1;
         let e = Entry {
             time: at,
             seq: self.seq,
             ev,
         };
-        self.sift_down_from_root(e);
+        if self.heap.is_empty() {
+            self.heap.push(e);
+        } else {
+            self.sift_down_from_root(e);
+        }
     }
 
     /// Would the next event, replaced by one at `at` scheduled now, still
@@ -128,26 +137,35 @@ impl EventQueue {
         h.get(1).is_none_or(|e| at < e.time) && h.get(2).is_none_or(|e| at < e.time)
     }
 
-    /// Puts `e` in the root's place and moves it down to where it belongs.
+    /// Puts `e` in the root's place, in a queue that is not empty, and
+    /// moves it down to where it belongs. The hole it fills is written
+    /// without a bounds check: those checks (and the panic paths that come
+    /// with them) cost 2% of case A's instructions (callgrind).
     fn sift_down_from_root(&mut self, e: Entry) {
-        let h = &mut self.heap;
+        let h = self.heap.as_mut_slice();
         let n = h.len();
-        let mut i = 0;
+        debug_assert!(n > 0, "sifting in an empty queue");
+        // Below `n` throughout: 0 in a queue that is not empty (both
+        // callers check), then a child index that was compared with `n`.
+        let mut hole = 0;
         loop {
-            let mut child = 2 * i + 1;
+            let mut child = 2 * hole + 1;
             if child >= n {
                 break;
             }
             if child + 1 < n && h[child + 1].before(&h[child]) {
                 child += 1;
             }
-            if !h[child].before(&e) {
+            let c = h[child];
+            if !c.before(&e) {
                 break;
             }
-            h[i] = h[child];
-            i = child;
+            // SAFETY: `hole < n` (above).
+            unsafe { *h.get_unchecked_mut(hole) = c };
+            hole = child;
         }
-        h[i] = e;
+        // SAFETY: `hole < n` (above).
+        unsafe { *h.get_unchecked_mut(hole) = e };
     }
 
     pub fn len(&self) -> usize {
@@ -180,6 +198,14 @@ mod tests {
                 (30, Event::Sample)
             ]
         );
+    }
+
+    #[test]
+    fn replacing_in_an_empty_queue_schedules() {
+        let mut q = EventQueue::new();
+        q.replace_next(5, Event::Sample);
+        assert_eq!(q.pop(), Some((5, Event::Sample)));
+        assert_eq!(q.pop(), None);
     }
 
     proptest::proptest! {
