@@ -149,8 +149,10 @@ impl Scoreboard {
     }
 
     /// Segments neither ACKed nor SACKed, with their latest transmit time,
-    /// in the order they were (re)transmitted: RACK's walk.
-    pub fn tsorted(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+    /// in the order they were (re)transmitted: RACK's walk, as the tests
+    /// read it (RACK itself walks by position, marking as it goes).
+    #[cfg(test)]
+    fn tsorted(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
         let mut pos = self.tsorted_start();
         std::iter::from_fn(move || {
             let (at, seq, tx_us) = self.tsorted_next(pos)?;
