@@ -118,6 +118,8 @@ impl Receiver {
 
     /// `__tcp_ecn_check_ce()` for one ECN-capable (or not) data packet,
     /// after `rcv_nxt` has taken it in; true if it must be ACKed at once.
+    /// The Not-ECT case, every packet of a run without ECN, is inlined.
+    #[inline(always)]
     fn check_ce(&mut self, p: &Packet, out: &mut impl Wire) -> bool {
         if p.ecn == Ecn::NotEct {
             // After ECT has been seen, a Not-ECT segment is probably a
@@ -127,6 +129,11 @@ impl Receiver {
             }
             return false;
         }
+        self.check_ect(p, out)
+    }
+
+    #[inline(never)]
+    fn check_ect(&mut self, p: &Packet, out: &mut impl Wire) -> bool {
         self.ecn_seen = true;
         let ce = p.ecn == Ecn::Ce;
         match self.echo {
