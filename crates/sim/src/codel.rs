@@ -79,7 +79,7 @@ impl CodelVars {
             self.first_above_time = 0;
             return false;
         };
-        let sojourn = now.saturating_sub(p.enqueued);
+        let sojourn = now.saturating_sub(p.at);
         if sojourn < prm.target || backlog_bytes <= mtu as u64 {
             self.first_above_time = 0;
             return false;
@@ -184,7 +184,7 @@ impl Codel {
         if self.q.len() as u32 >= self.params.limit {
             return false;
         }
-        p.enqueued = now;
+        p.at = now;
         self.bytes += p.bytes as u64;
         self.q.push_back(p);
         true

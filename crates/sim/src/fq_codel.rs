@@ -55,7 +55,7 @@ impl FqCodel {
     /// fattest queue, possibly this one).
     pub fn enqueue(&mut self, now: Time, mut p: Packet) -> u32 {
         let i = p.flow as usize % FLOWS;
-        p.enqueued = now;
+        p.at = now;
         let f = &mut self.flows[i];
         f.bytes += p.bytes as u64;
         f.q.push_back(p);

@@ -160,7 +160,7 @@ impl Link {
             Qdisc::Red(red, q, bytes) => {
                 let v = red.decide(now, q.len(), p, rng);
                 if v != Verdict::Dropped {
-                    p.enqueued = now;
+                    p.at = now;
                     *bytes += p.bytes as u64;
                     q.push_back(*p);
                 }
@@ -255,8 +255,8 @@ pub struct Pipe {
     pub delay: Time,
     pub jitter: Time,
     last: Time,
-    /// (arrival time, packet), in arrival order.
-    q: Ring<(Time, Packet)>,
+    /// Packets in arrival order, each with its arrival time in `at`.
+    q: Ring<Packet>,
 }
 
 impl Pipe {
@@ -281,17 +281,17 @@ impl Pipe {
         };
         let at = (now + self.delay + extra).max(self.last);
         self.last = at;
-        self.q.push_back((at, *p));
+        self.q.push_back(Packet { at, ..*p });
         (self.q.len() == 1).then_some(at)
     }
 
     /// Takes the head. The caller knows it has arrived: its arrival is
     /// the event being served.
     pub fn pop(&mut self) -> Option<Packet> {
-        self.q.pop_front().map(|(_, p)| p)
+        self.q.pop_front()
     }
 
     pub fn head_time(&self) -> Option<Time> {
-        self.q.front().map(|&(t, _)| t)
+        self.q.front().map(|p| p.at)
     }
 }

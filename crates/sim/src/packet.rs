@@ -69,8 +69,10 @@ pub struct Packet {
     /// ACK: SACK blocks as [start, end) segment indexes.
     pub sack: [(u32, u32); MAX_SACK_BLOCKS],
     pub nsack: u8,
-    /// When the packet entered its current queue (for sojourn times).
-    pub enqueued: Time,
+    /// A time kept by the packet's current holder: when it entered its
+    /// queue (a queue's sojourn times), or when it reaches the end of its
+    /// pipe. Carried in the packet so that a pipe's record is the packet.
+    pub at: Time,
     /// When its sender sent it (pings measure their RTT with it).
     pub sent: Time,
 }
@@ -95,7 +97,7 @@ impl Packet {
             dsack: false,
             sack: [(0, 0); MAX_SACK_BLOCKS],
             nsack: 0,
-            enqueued: 0,
+            at: 0,
             sent: 0,
         }
     }

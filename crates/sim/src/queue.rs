@@ -87,7 +87,7 @@ impl Fifo {
                 verdict = Verdict::Marked;
             }
         }
-        // No `p.enqueued`: the departure is already known, and nothing
+        // No `p.at`: the departure is already known, and nothing
         // after a FIFO reads a sojourn time.
         self.bytes += p.bytes as u64;
         self.waiting.push_back((start, p.bytes));
