@@ -13,17 +13,50 @@ pub const RETRANS: u8 = 1 << 2;
 /// Retransmitted at least once (`TCPCB_EVER_RETRANS`).
 pub const EVER_RETRANS: u8 = 1 << 3;
 
+/// A segment in flight. The rate sampler's stamp is kept flat, so that
+/// the record is 32 bytes where a nested `TxStamp` pads it to 40: the
+/// scoreboard holds a window's worth (some 700 records in ns-3's case A),
+/// and with the pipes it must share the L1 cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Seg {
     /// Time of the latest transmission, µs (`skb_mstamp`).
     pub tx_us: u64,
-    pub stamp: TxStamp,
+    first_tx_mstamp: u64,
+    delivered_mstamp: u64,
+    delivered: u32,
+    is_app_limited: bool,
     pub flags: u8,
 }
 
 impl Seg {
+    pub fn new(tx_us: u64, stamp: TxStamp) -> Seg {
+        let mut s = Seg {
+            tx_us,
+            ..Seg::default()
+        };
+        s.set_stamp(stamp);
+        s
+    }
+
     pub fn has(&self, f: u8) -> bool {
         self.flags & f != 0
+    }
+
+    /// What the connection was when this segment was last sent.
+    pub fn stamp(&self) -> TxStamp {
+        TxStamp {
+            first_tx_mstamp: self.first_tx_mstamp,
+            delivered_mstamp: self.delivered_mstamp,
+            delivered: self.delivered,
+            is_app_limited: self.is_app_limited,
+        }
+    }
+
+    pub fn set_stamp(&mut self, st: TxStamp) {
+        self.first_tx_mstamp = st.first_tx_mstamp;
+        self.delivered_mstamp = st.delivered_mstamp;
+        self.delivered = st.delivered;
+        self.is_app_limited = st.is_app_limited;
     }
 }
 
@@ -264,7 +297,7 @@ impl Scoreboard {
         debug_assert!(!s.has(RETRANS));
         s.flags |= RETRANS | EVER_RETRANS;
         s.tx_us = tx_us;
-        s.stamp = stamp;
+        s.set_stamp(stamp);
         self.retrans_out += 1;
         self.tsorted.push_back((seq, tx_us));
         self.bound_tsorted();

@@ -459,11 +459,7 @@ impl Sender {
         }
         let stamp = self.rate.on_send(now_us, prior_packets);
         let seq = self.sb.nxt();
-        self.sb.push(Seg {
-            tx_us: now_us,
-            stamp,
-            flags: 0,
-        });
+        self.sb.push(Seg::new(now_us, stamp));
         let mut p = self.packet(seq, false);
         // tcp_ecn_send(): the core's reductions set ecn_cwr_pending; an
         // algorithm that reduces on its own (CDG's cwr=own) queues CWR in
@@ -835,13 +831,14 @@ impl Sender {
                 if self.sb.get(seq).has(SACKED) {
                     continue;
                 }
-                let mut s = *self.sb.get(seq);
+                let s = *self.sb.get(seq);
                 let retrans = s.has(EVER_RETRANS);
                 self.sb.mark_sacked(seq);
                 self.rate.delivered += 1;
+                let mut stamp = s.stamp();
                 self.rate
-                    .on_delivered(rs, &mut s.stamp, s.tx_us, seq + 1, retrans, true);
-                self.sb.get_mut(seq).stamp = s.stamp;
+                    .on_delivered(rs, &mut stamp, s.tx_us, seq + 1, retrans, true);
+                self.sb.get_mut(seq).set_stamp(stamp);
                 self.rack.advance(
                     now_us,
                     s.tx_us,
@@ -905,7 +902,7 @@ impl Sender {
         let mut any_retrans_acked = false;
         while self.sb.una < cum {
             let seq = self.sb.una;
-            let mut s = self.sb.pop();
+            let s = self.sb.pop();
             acked_pkts += 1;
             if s.has(EVER_RETRANS) {
                 any_retrans_acked = true;
@@ -918,7 +915,7 @@ impl Sender {
                 self.rate.delivered += 1;
                 self.delivered_ce += ece as u32;
                 self.rate
-                    .on_delivered(&mut rs, &mut s.stamp, s.tx_us, seq + 1, ever, false);
+                    .on_delivered(&mut rs, &mut s.stamp(), s.tx_us, seq + 1, ever, false);
                 self.rack
                     .advance(now_us, s.tx_us, seq + 1, ever, self.min_rtt_us);
             }
