@@ -95,15 +95,13 @@ impl Rack {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::rate::TxStamp;
     use crate::tcp::scoreboard::Seg;
 
     fn board(n: u32) -> Scoreboard {
         let mut sb = Scoreboard::default();
         for i in 0..n {
-            sb.push(Seg {
-                tx_us: 1000 + i as u64 * 10,
-                ..Default::default()
-            });
+            sb.push(Seg::new(1000 + i as u64 * 10, TxStamp::default()));
         }
         sb
     }
