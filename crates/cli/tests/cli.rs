@@ -276,7 +276,7 @@ fn select_plays_both_policies_and_keeps_kleinrocks_table() {
     // The table was saved; the next run loads it, continues from it and
     // says so; a truncated one is reported, not trusted, and replaced.
     let saved = fs::read_to_string(&table).unwrap();
-    assert!(saved.starts_with("kleinrock-select 2\n") && saved.contains("\nend "));
+    assert!(saved.starts_with("kleinrock-select 3\n") && saved.contains("\nend "));
     let o = kleinrock(&args);
     let (out, _) = text(&o);
     assert!(out.contains("loaded the learned table from"), "{out}");

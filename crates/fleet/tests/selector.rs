@@ -142,31 +142,21 @@ fn detects_the_changes(w: &Workload, k: &Report) {
 }
 
 // The targets of issue 6 on the mixed fleet (54 destinations, 8 path
-// types, two of which change after 30 connections): with seeds 1, 3 and 4
-// they hold in full. docs/SELECTOR.md has the figures and seed 2.
+// types, two of which change after 30 connections), with seeds 1 to 4.
+// With seed 2, one of CDG's four simulated outcomes on the long fat pipe
+// collapses (1.6 Mbit/s against 120.8): three connections in four it is
+// the best there is, but its expected cost is 0.25 against CUBIC's 0.14.
+// Once it has collapsed it is tried again only on a draw that beats the
+// incumbent by the risk margin, so those destinations converge too.
+// docs/SELECTOR.md has the figures.
 #[test]
 fn kleinrock_halves_bpftunes_regret_converges_within_ten_and_recovers_within_twenty() {
-    for seed in [1, 3, 4] {
+    for seed in [1, 2, 3, 4] {
         let (w, b, k) = both("select-mixed.toml", seed);
         halves_the_regret(&b, &k, true);
         converges(&k, &[]);
         detects_the_changes(&w, &k);
     }
-}
-
-// With seed 2, one of CDG's four simulated outcomes on the long fat pipe
-// collapses (1.6 Mbit/s against 120.8): its expected cost is 0.25 against
-// CUBIC's 0.14, but three connections in four it is the best there is.
-// Telling that apart takes CDG connections in the tens per destination
-// (Lai and Robbins: about ln(T) / KL = 4.1 / 0.04 for 60 connections),
-// so no policy that keeps trying CDG converges there within 10; the rest
-// of the fleet does, and recovers within 20.
-#[test]
-fn with_seed_2_kleinrock_holds_the_targets_but_on_the_long_fat_pipe() {
-    let (w, b, k) = both("select-mixed.toml", 2);
-    halves_the_regret(&b, &k, false);
-    converges(&k, &["long fat pipe"]);
-    detects_the_changes(&w, &k);
 }
 
 // A third of the connections are 1 MB transfers: per-size evidence keeps

@@ -30,6 +30,14 @@
 //! as fractions. The estimate comes with its standard error, from how much
 //! the algorithm's RTT and rate vary from one connection to the next, so
 //! that exploration can be sized to the noise.
+//!
+//! Each arm also counts its collapses: connections that delivered less
+//! than an eighth ([`COLLAPSE`]) of the best mean rate among the
+//! algorithms there (CDG backing off early on a long path and never
+//! recovering: 1.6 Mbit/s where it usually gets 120). An algorithm that
+//! has both collapsed and not is erratic there, which the mean and the
+//! standard error of its cost describe badly (see [`crate::bandit`]). A
+//! prefix lends its collapses with the rest of its evidence.
 
 /// Buckets of completed transfers by size: `[0, 64 KiB)`, then a factor of
 /// 4 each, the last unbounded (from 256 MiB).
@@ -106,6 +114,15 @@ pub struct Seen {
     pub loss: f64,
 }
 
+/// A connection delivering less than the best mean rate in its bucket
+/// divided by this has collapsed: far below anything the spread of
+/// ordinary connections explains (the change test's least surprise is a
+/// factor of 1.3), and far enough that it is not a slow algorithm's
+/// ordinary outcome on a path where another is fast (CUBIC's 2 Mbit/s
+/// against BBR's 33 at 5% loss is one, which is why an algorithm is only
+/// erratic if it has also not collapsed).
+pub const COLLAPSE: f64 = 8.0;
+
 /// Added to the retransmitted share before taking its logarithm: below
 /// half a percent, losses are noise to the change test.
 pub const LOSS_FLOOR: f64 = 0.005;
@@ -142,6 +159,10 @@ pub struct Arm {
     /// connection lies outside what the algorithm has shown (a change).
     pub log_sum: [f64; 3],
     pub log_sq: [f64; 3],
+    /// Discounted number of those connections that collapsed
+    /// ([`COLLAPSE`]), judged when each was added; the first connection in
+    /// a bucket has no best to fall short of.
+    pub collapses: f64,
 }
 
 /// Below this weight an arm counts as having no evidence.
@@ -172,6 +193,7 @@ impl Arm {
 
     fn scale(&mut self, f: f64) {
         self.n *= f;
+        self.collapses *= f;
         self.rtt_sum *= f;
         self.rate_sum *= f;
         self.loss_sum *= f;
@@ -186,6 +208,7 @@ impl Arm {
 
     fn merge(&mut self, o: &Arm) {
         self.n += o.n;
+        self.collapses += o.collapses;
         self.rtt_sum += o.rtt_sum;
         self.rate_sum += o.rate_sum;
         self.loss_sum += o.loss_sum;
@@ -216,6 +239,12 @@ impl Arm {
 
     pub fn has_evidence(&self) -> bool {
         self.n > TINY
+    }
+
+    /// It has both collapsed and not, half a connection's worth of each at
+    /// least (after discounting): its outcome is sometimes a catastrophe.
+    pub fn erratic(&self) -> bool {
+        self.collapses > 0.5 && self.n - self.collapses > 0.5
     }
 
     pub fn mean_rtt(&self) -> f64 {
@@ -379,10 +408,17 @@ impl Entry {
         &mut self.buckets[at]
     }
 
-    /// Adds a trail to `alg`'s evidence (not to the demand).
+    /// Adds a trail to `alg`'s evidence (not to the demand), counting its
+    /// collapses against the best mean rate in each bucket before it.
     pub fn add_trail(&mut self, alg: usize, trail: &Trail) {
         for (size, seen) in trail {
-            self.bucket_mut(*size).arms[alg].add(seen);
+            let b = self.bucket_mut(*size);
+            let (_, best_rate) = b.bests();
+            let arm = &mut b.arms[alg];
+            arm.add(seen);
+            if seen.rate * COLLAPSE < best_rate {
+                arm.collapses += 1.0;
+            }
         }
     }
 
@@ -473,7 +509,8 @@ impl Entry {
         ss.map(|s| (s + weight * prior) / (dof + weight))
     }
 
-    /// Each algorithm's cost over the peer's mix, with its standard error;
+    /// Each algorithm's cost over the peer's mix, with its standard error
+    /// and the share of the mix where it is erratic ([`Arm::erratic`]);
     /// `None` for an algorithm without evidence in any bucket the peer asks
     /// for. Each algorithm's spread is its own, shrunk towards the path's
     /// ([`Entry::spread`] with `prior` and `weight`).
@@ -500,9 +537,9 @@ impl Entry {
             }
         };
         let norm: f64 = self.buckets.iter().map(share).sum();
-        // Per algorithm: cost, variance, evidence, and whether any of it
-        // is its own.
-        let mut acc = vec![(0.0, 0.0, 0.0, false); self.arms()];
+        // Per algorithm: cost, variance, evidence, whether any of it is
+        // its own, and the share where it is erratic.
+        let mut acc = vec![(0.0, 0.0, 0.0, false, 0.0); self.arms()];
         for b in self.buckets.iter().filter(|b| share(b) > TINY) {
             let w = share(b) / norm;
             let (best_rtt, best_rate) = b.bests();
@@ -520,7 +557,10 @@ impl Entry {
             let m = costs.len().max(1) as f64;
             let mean = costs.iter().sum::<f64>() / m;
             let others = costs.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / m;
-            for (s, cell) in acc.iter_mut().zip(&cells) {
+            for ((s, cell), a) in acc.iter_mut().zip(&cells).zip(&b.arms) {
+                if a.erratic() {
+                    s.4 += w;
+                }
                 match cell {
                     Some((cost, var, n)) => {
                         s.0 += w * cost;
@@ -536,11 +576,12 @@ impl Entry {
             }
         }
         acc.into_iter()
-            .map(|(cost, var, n, seen)| {
+            .map(|(cost, var, n, seen, erratic)| {
                 seen.then(|| Estimate {
                     cost,
                     se: var.sqrt(),
                     n,
+                    erratic,
                 })
             })
             .collect()
@@ -548,13 +589,14 @@ impl Entry {
 }
 
 /// An algorithm's cost at a peer over its mix, the standard error of that
-/// estimate, and the evidence behind it (connections' worth, summed over
-/// buckets).
+/// estimate, the evidence behind it (connections' worth, summed over
+/// buckets), and the share of the mix (by demand) where it is erratic.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Estimate {
     pub cost: f64,
     pub se: f64,
     pub n: f64,
+    pub erratic: f64,
 }
 
 #[cfg(test)]
@@ -718,6 +760,43 @@ mod tests {
         assert!((b.arms[1].log_mean(0) - 1600f64.ln()).abs() < 1e-9);
         assert!(b.arms[1].log_ss(0) < 1e-9);
         assert!(b.arms[1].relative_ss()[0] < 1e-9);
+    }
+
+    #[test]
+    fn an_arm_that_has_collapsed_and_not_is_erratic_where_the_peer_asks() {
+        let mut e = Entry::new(3);
+        // The first connection in a bucket has no best to fall short of.
+        e.learn(0, &[(10, seen(1000.0, 1.0))], 1.0);
+        assert_eq!(e.bucket(10).unwrap().arms[0].collapses, 0.0);
+        e.learn(0, &[(10, seen(1000.0, 199.0))], 1.0);
+        // Arm 1: an eighth of the best mean rate (arm 0's, 100) is 12.5.
+        for rate in [100.0, 12.0, 13.0] {
+            e.learn(1, &[(10, seen(1000.0, rate))], 1.0);
+        }
+        // Arm 2: slow every time, so not erratic.
+        for rate in [1.0, 2.0] {
+            e.learn(2, &[(10, seen(1000.0, rate))], 1.0);
+        }
+        let b = e.bucket(10).unwrap();
+        let counts: Vec<(f64, f64)> = b.arms.iter().map(|a| (a.n, a.collapses)).collect();
+        assert_eq!(counts, [(2.0, 0.0), (3.0, 1.0), (2.0, 2.0)]);
+        let erratic: Vec<bool> = b.arms.iter().map(Arm::erratic).collect();
+        assert_eq!(erratic, [false, true, false]);
+        // Three of ten connections end in bucket 2, where nobody is
+        // erratic: arm 1 is erratic over 70% of the mix.
+        e.learn(0, &[(2, seen(1000.0, 100.0))], 1.0);
+        e.learn(1, &[(2, seen(1000.0, 100.0))], 1.0);
+        e.learn(2, &[(2, seen(1000.0, 100.0))], 1.0);
+        let c = no_spread(&e);
+        let share: Vec<f64> = c.iter().map(|c| c.unwrap().erratic).collect();
+        assert_eq!(share[0], 0.0);
+        assert!((share[1] - 0.7).abs() < 1e-12, "{share:?}");
+        assert_eq!(share[2], 0.0);
+        // A collapse fades with the rest: at half a connection's worth the
+        // arm is no longer erratic.
+        let mut a = e.bucket(10).unwrap().arms[1];
+        a.scale(0.5);
+        assert!(!a.erratic(), "{a:?}");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! crate. The format is text, one record per line:
 //!
 //! ```text
-//! kleinrock-select 2
+//! kleinrock-select 3
 //! candidates cubic,bbr,...
 //! peer ADDR CONNS CHANGE RESETS UNAVAILABLE_UNTIL,...
 //! size BUCKET DEMAND ARM ...
@@ -16,7 +16,7 @@
 //! it has evidence in, in index order (the fields of `evidence::Entry` and
 //! `evidence::Bucket`), with one ARM field per candidate, in the
 //! candidates' order:
-//! `n:rtt_sum:rate_sum:loss_sum:rtt_sq:rate_sq:rtt_rate:log_rtt:log_rate:log_loss:sq_log_rtt:sq_log_rate:sq_log_loss`
+//! `n:rtt_sum:rate_sum:loss_sum:rtt_sq:rate_sq:rtt_rate:log_rtt:log_rate:log_loss:sq_log_rtt:sq_log_rate:sq_log_loss:collapses`
 //! (the fields of `evidence::Arm`); `fleet` has one field per candidate
 //! (`bandit::Fleet`). Numbers are written as Rust prints them (shortest
 //! round-trip), so a table loads back bit for bit. Peers and prefixes are
@@ -38,7 +38,7 @@ use crate::bandit::{Bandit, Fleet};
 use crate::evidence::{Arm, Bucket, Entry, BUCKETS};
 use crate::{addr, peer, Peer};
 
-const MAGIC: &str = "kleinrock-select 2";
+const MAGIC: &str = "kleinrock-select 3";
 
 fn fnv64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -71,6 +71,7 @@ fn entry_lines(kind: &str, p: Peer, e: &Entry, out: &mut String) {
             for x in a.log_sum.iter().chain(&a.log_sq) {
                 let _ = write!(out, ":{x}");
             }
+            let _ = write!(out, ":{}", a.collapses);
         }
         out.push('\n');
     }
@@ -174,7 +175,7 @@ fn parse_bucket(fields: &[&str], arms: usize) -> Result<Bucket, LoadError> {
         .iter()
         .map(|f| {
             // The sums of logarithms may be negative, nothing else.
-            let v = reals(f, 13, &|i| (7..10).contains(&i))?;
+            let v = reals(f, 14, &|i| (7..10).contains(&i))?;
             Ok(Arm {
                 n: v[0],
                 rtt_sum: v[1],
@@ -185,6 +186,7 @@ fn parse_bucket(fields: &[&str], arms: usize) -> Result<Bucket, LoadError> {
                 rtt_rate: v[6],
                 log_sum: [v[7], v[8], v[9]],
                 log_sq: [v[10], v[11], v[12]],
+                collapses: v[13],
             })
         })
         .collect::<Result<_, LoadError>>()?;
@@ -210,7 +212,7 @@ pub fn from_text(b: &mut Bandit, text: &str) -> Result<(), LoadError> {
     }
     let mut it = body.lines();
     if it.next() != Some(MAGIC) {
-        return Err(bad("it is not a kleinrock-select version 2 table"));
+        return Err(bad("it is not a kleinrock-select version 3 table"));
     }
     let want = format!("candidates {}", b.cfg.candidates.join(","));
     if it.next() != Some(want.as_str()) {
