@@ -13,6 +13,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{SocketAddrV4, TcpListener, TcpStream};
 use std::process::Command;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use kleinrock_lab::{Lab, LabConfig, Link, StealMeter, QUIET_STEAL, RECEIVER_ADDR};
@@ -31,6 +32,22 @@ const CUBIC_VARIANT: &str = "krt_cubic_var";
 const VARIANT_SPEC: &str = "cubic:hystart=hspp:friendly=newreno:beta=768";
 const TRANSFER: usize = 50 << 20;
 
+/// The tbf comparison measures time, so it runs alone: the other tests
+/// here move traffic too, and on two cores an iperf3 run beside it delays
+/// its ACKs and wakes its sender late. BBR's bandwidth filter keeps the
+/// bursts that follow (the kernel's own bbr was seen pacing at 7.9 times
+/// the bottleneck with the other tests running). Those take the lock
+/// shared, and run together.
+static TRAFFIC: RwLock<()> = RwLock::new(());
+
+fn with_others() -> RwLockReadGuard<'static, ()> {
+    TRAFFIC.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn alone() -> RwLockWriteGuard<'static, ()> {
+    TRAFFIC.write().unwrap_or_else(|e| e.into_inner())
+}
+
 fn unload_leftovers() {
     for name in [RENO, CUBIC, CUBIC_VARIANT] {
         let _ = Paths::system().unload(name, Duration::from_secs(2));
@@ -39,6 +56,7 @@ fn unload_leftovers() {
 
 #[test]
 fn reno_and_cubic_carry_loopback_traffic_and_unload() {
+    let _traffic = with_others();
     if let Some(why) = skip_reason() {
         eprintln!("kernel test skipped: {why}");
         return;
@@ -97,6 +115,7 @@ fn reno_and_cubic_carry_loopback_traffic_and_unload() {
 /// iperf3 -C through the port, when iperf3 is installed.
 #[test]
 fn iperf3_runs_over_the_cubic_port() {
+    let _traffic = with_others();
     iperf3_through("cubic", "krt_cubic_ip");
 }
 
@@ -152,6 +171,7 @@ const BBR: &str = "krt_bbr";
 /// cannot see, is checked in a trace: bbr_trace_shows_init_asking_for_pacing.)
 #[test]
 fn bbr_paces_from_init_as_the_kernels_bbr_and_carries_loopback_traffic() {
+    let _traffic = with_others();
     if let Some(why) = skip_reason() {
         eprintln!("kernel test skipped: {why}");
         return;
@@ -199,6 +219,7 @@ fn bbr_paces_from_init_as_the_kernels_bbr_and_carries_loopback_traffic() {
 /// iperf3 -C through the BBR port.
 #[test]
 fn iperf3_runs_over_the_bbr_port() {
+    let _traffic = with_others();
     iperf3_through("bbr", "krt_bbr_ip");
 }
 
@@ -263,6 +284,7 @@ fn transfer_through(lab: &Lab, ca: &str, bytes: usize) -> (f64, TcpStream) {
 /// the lower bounds only when the host was quiet.
 #[test]
 fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
+    let _alone = alone();
     if let Some(why) = skip_reason() {
         eprintln!("tbf test skipped: {why}");
         return;
@@ -292,13 +314,12 @@ fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
             info.tcpi_pacing_rate as f64 * 8e-6
         );
         // What a busy host cannot change: the rate stays under the
-        // bottleneck's, and the pacing rate under BBR's highest gain on it.
+        // bottleneck's, and BBR paces. How fast it paces is its bandwidth
+        // filter's largest sample, which a host that delays packets can
+        // inflate: compared below, on a quiet host only.
         assert!(rate < 1.05 * bottleneck, "{ca}: {rate} bytes/s");
         let pacing = info.tcpi_pacing_rate as f64;
-        assert!(
-            pacing > 0.0 && pacing < 3.5 * bottleneck,
-            "{ca}: pacing at {pacing} bytes/s"
-        );
+        assert!(pacing > 0.0, "{ca}: pacing at {pacing} bytes/s");
         rates.push((rate, pacing));
     }
     // How close to the bottleneck, and to each other, is a measurement of
@@ -308,8 +329,9 @@ fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
     if stolen < QUIET_STEAL {
         for (ca, (rate, pacing)) in ["bbr", NAME].iter().zip(&rates) {
             assert!(*rate > 0.5 * bottleneck, "{ca}: {rate} bytes/s");
+            // Under BBR's highest gain (2.89) on the bottleneck, with room.
             assert!(
-                *pacing > 0.25 * bottleneck,
+                (0.25 * bottleneck..3.5 * bottleneck).contains(pacing),
                 "{ca}: pacing at {pacing} bytes/s"
             );
         }
@@ -343,6 +365,7 @@ fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
 /// which does not; and without -b, iperf3 sets no SO_MAX_PACING_RATE.
 #[test]
 fn bbr_trace_shows_init_asking_for_pacing() {
+    let _traffic = with_others();
     use kleinrock_kernel::trace::{run, Request};
     use kleinrock_trace::TraceReader;
 
