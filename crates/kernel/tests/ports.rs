@@ -272,6 +272,21 @@ fn through_a_queue(ca: &str) -> libc::tcp_info {
     })
 }
 
+/// Nothing was lost on the way: every retransmission, if any, was
+/// reported back as a duplicate (D-SACK). This loopback path sometimes
+/// reorders (the sender's `tcpi_reordering` rises above 3, reno's too),
+/// and RACK then retransmits a segment that was only late; Linux undoes
+/// the reduction when the D-SACKs show that, restoring ssthresh, so what
+/// is left of ssthresh is the algorithm's own doing.
+fn nothing_lost(info: &libc::tcp_info, ca: &str) {
+    assert_eq!(
+        info.tcpi_total_retrans, info.tcpi_dsack_dups,
+        "{ca}: a retransmission was not spurious, so the queue overflowed \
+         (reordering {})",
+        info.tcpi_reordering
+    );
+}
+
 #[test]
 fn cdg_keeps_its_window_in_socket_storage_and_backs_off_on_the_delay_gradient() {
     if let Some(why) = skip_reason().or_else(missing_tools) {
@@ -313,10 +328,10 @@ fn cdg_keeps_its_window_in_socket_storage_and_backs_off_on_the_delay_gradient() 
     // delay-gradient backoff sets ssthresh; the kernel's reno, in the same
     // place, never does.
     let reno = through_a_queue("reno");
-    assert_eq!(reno.tcpi_total_retrans, 0, "the queue overflowed");
+    nothing_lost(&reno, "reno");
     assert_eq!(reno.tcpi_snd_ssthresh, 0x7fff_ffff, "reno without loss");
     let cdg = through_a_queue("krt_cdg_nohs");
-    assert_eq!(cdg.tcpi_total_retrans, 0, "the queue overflowed");
+    nothing_lost(&cdg, "krt_cdg_nohs");
     assert!(
         cdg.tcpi_snd_ssthresh < 0x7fff_ffff,
         "cdg never backed off: cwnd {}",
