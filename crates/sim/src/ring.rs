@@ -124,7 +124,8 @@ impl<T: Copy + Default> Ring<T> {
         self.mask = (cap - 1) as u32;
     }
 
-    /// The records front to back.
+    /// The records front to back (the tests' view).
+    #[cfg(test)]
     pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
         (0..self.len).map(move |k| self.get(self.start.wrapping_add(k)))
     }

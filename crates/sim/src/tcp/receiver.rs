@@ -132,6 +132,7 @@ impl Receiver {
         self.check_ect(p, out)
     }
 
+    /// `check_ce` for an ECT or CE packet.
     #[inline(never)]
     fn check_ect(&mut self, p: &Packet, out: &mut impl Wire) -> bool {
         self.ecn_seen = true;

@@ -321,14 +321,6 @@ impl Scoreboard {
     pub fn has_lost(&self) -> bool {
         self.lost_out > 0
     }
-
-    /// Segments in `[una, nxt)` with their index, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = (u32, &Seg)> {
-        self.segs
-            .iter()
-            .enumerate()
-            .map(move |(i, s)| (self.una + i as u32, s))
-    }
 }
 
 #[cfg(test)]

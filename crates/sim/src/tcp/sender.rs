@@ -914,6 +914,8 @@ impl Sender {
                 let ever = s.has(EVER_RETRANS);
                 self.rate.delivered += 1;
                 self.delivered_ce += ece as u32;
+                // The stamp is a copy: the segment has left the scoreboard,
+                // and only a SACK's delivery (not this) clears a stamp.
                 self.rate
                     .on_delivered(&mut rs, &mut s.stamp(), s.tx_us, seq + 1, ever, false);
                 self.rack
