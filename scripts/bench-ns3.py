@@ -5,7 +5,10 @@ Runs the ns-3 dumbbell (ns-3.44, ../shared/anchors/ns3, built with its
 build.sh) and `kleinrock sim SCENARIO` on the same cases,
 alternating ns-3 and Kleinrock in one session, and prints per case: the
 median wall times of the whole processes, their ratio, bottleneck packets
-per wall second, and both goodputs; then the same from each program's
+per wall second and the ratio of those (each simulator's speed on the
+traffic it actually carried: where the two TCPs deliver different
+goodputs, as in C1, the wall ratio also compares the TCPs), and both
+goodputs; then the same from each program's
 fastest repetition. On a shared host every delay the host adds lengthens
 a run and none shortens it, so the minimum estimates a program's own cost
 and the median what a user of that host would wait (Chen and Revels,
@@ -247,28 +250,35 @@ def main():
             nw = statistics.median(x[0] for x in n)
             kw = {link: statistics.median(x[0] for x in k[link]) for link in links}
             first = k[links[0]]
-            rows.append((c, nw, kw, n[0][2] / nw, first[0][2] / kw[links[0]], statistics.median(x[1] for x in n), first[0][1],
+            # Packets per wall second run by run: ns-3's repetitions
+            # differ in their loss draws, and so in the traffic they carry.
+            npps = statistics.median(x[2] / x[0] for x in n)
+            kpps = statistics.median(x[2] / x[0] for x in first)
+            rows.append((c, nw, kw, npps, kpps, statistics.median(x[1] for x in n), first[0][1],
                          ns3_steal.share(), kr_steal.share()))
             nf, kf = min(n), min(first)  # (wall, goodput, packets) of the fastest
             fastest.append((c, nf[0], kf[0], nf[2], kf[2]))
     head = "| case | ns-3 wall s |"
     for link in links:
         head += f" Kleinrock ({link}) wall s | ratio ({link}) |"
-    print(head + f" ns-3 bn pkts/s | Kleinrock ({links[0]}) bn pkts/s | ns-3 goodput Mbit/s | Kleinrock goodput Mbit/s"
-          " | host steal, ns-3 | host steal, Kleinrock |")
-    print("|---" * (2 + 2 * len(links) + 6) + "|")
+    print(head + f" ns-3 bn pkts/s | Kleinrock ({links[0]}) bn pkts/s | pkts/s ratio | ns-3 goodput Mbit/s"
+          " | Kleinrock goodput Mbit/s | host steal, ns-3 | host steal, Kleinrock |")
+    print("|---" * (2 + 2 * len(links) + 7) + "|")
     for c, nw, kw, npps, kpps, ng, kg, ns, ks in rows:
         line = f"| {c} | {nw:.2f} |"
         for link in links:
             line += f" {kw[link]:.4f} | {nw / kw[link]:.0f}x |"
-        print(line + f" {npps:,.0f} | {kpps:,.0f} | {ng:.2f} | {kg:.2f} | {100 * ns:.0f}% | {100 * ks:.0f}% |")
+        print(line + f" {npps:,.0f} | {kpps:,.0f} | {kpps / npps:.0f}x | {ng:.2f} | {kg:.2f}"
+              f" | {100 * ns:.0f}% | {100 * ks:.0f}% |")
     print()
     print(f"Fastest of {a.reps} repetitions (ns-3) and {a.reps * a.inner} (Kleinrock):")
     print()
-    print(f"| case | ns-3 wall s | Kleinrock ({links[0]}) wall s | ratio | ns-3 bn pkts/s | Kleinrock bn pkts/s |")
-    print("|---" * 6 + "|")
+    print(f"| case | ns-3 wall s | Kleinrock ({links[0]}) wall s | ratio | ns-3 bn pkts/s | Kleinrock bn pkts/s"
+          " | pkts/s ratio |")
+    print("|---" * 7 + "|")
     for c, nw, kw, npk, kpk in fastest:
-        print(f"| {c} | {nw:.2f} | {kw:.4f} | {nw / kw:.0f}x | {npk / nw:,.0f} | {kpk / kw:,.0f} |")
+        print(f"| {c} | {nw:.2f} | {kw:.4f} | {nw / kw:.0f}x | {npk / nw:,.0f} | {kpk / kw:,.0f}"
+              f" | {(kpk / kw) / (npk / nw):.0f}x |")
 
 
 if __name__ == "__main__":
