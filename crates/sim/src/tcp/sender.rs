@@ -810,21 +810,22 @@ impl Sender {
                 nblocks += 1;
             }
         }
-        let blocks = &mut blocks[..nblocks];
-        blocks.sort_unstable();
+        blocks[..nblocks].sort_unstable();
         // Skip what the previous ACK's blocks already covered (Linux's
         // `recv_sack_cache`): a receiver repeats its blocks, growing them
         // at one edge, so each ACK walks only the newly SACKed segments.
         let mut pieces = [(0u32, 0u32); 4 * crate::packet::MAX_SACK_BLOCKS];
         let mut npieces = 0;
-        for &b in blocks.iter() {
+        for &b in &blocks[..nblocks] {
             npieces += uncovered(
                 b,
                 &self.sack_cache[..self.sack_cache_len],
                 &mut pieces[npieces..],
             );
         }
-        self.sack_cache[..nblocks].copy_from_slice(blocks);
+        // The whole array: a copy of fixed size is a few moves, one of
+        // `nblocks` a call to memcpy.
+        self.sack_cache = blocks;
         self.sack_cache_len = nblocks;
         for &(start, end) in &pieces[..npieces] {
             for seq in start.max(self.sb.una)..end.min(self.sb.nxt()) {
