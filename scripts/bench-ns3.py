@@ -16,7 +16,7 @@ and the median what a user of that host would wait (Chen and Revels,
 measured alternately, so both see the same host.
 
     scripts/bench-ns3.py [--reps 3] [--cases A,B,C1,C2,D,E,F,F0] [--ns3 PATH]
-                         [--link static|dynamic|both] [--cpu N|none] [--inner 5]
+                         [--link static|static-glibc|dynamic|both] [--cpu N|none] [--inner 5]
                          [--write-results]
 
 (ns-3 takes minutes on C2; `--cases A,B,C1,D,E,F,F0` leaves it out.)
@@ -24,10 +24,13 @@ measured alternately, so both see the same host.
 The ns-3 binary is found at $NS3_BIN, else built once into
 ~/.cache/kleinrock/ns3 from the anchor (needs python3-venv and g++; the
 PyPI package `ns3` is downloaded). Kleinrock is built in release mode
-(into $CARGO_TARGET_DIR if set), statically linked (`-C
-target-feature=+crt-static --target HOST`, the binary a release would ship:
-no dynamic loader at start, about 0.4 ms less per process here) and, with
-`--link both` (the default), also as `cargo build --release` links it;
+(into $CARGO_TARGET_DIR if set), statically linked against musl
+(`--target ARCH-unknown-linux-musl`, installed with rustup if missing;
+the binary a release would ship: no dynamic loader, and none of glibc's
+start-up probing, about 1 ms less per process here than the dynamic
+build) and, with `--link both` (the default), also as `cargo build
+--release` links it; `--link static-glibc` measures glibc's static
+build (`-C target-feature=+crt-static`) instead;
 each repetition runs ns-3, then the static, then the dynamic binary, and
 the table gives both.
 
@@ -192,12 +195,25 @@ def build_kleinrock(link):
     if link == "dynamic":
         subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
         return os.path.join(target, "release", "kleinrock")
-    triple = host_triple()
-    if not triple.endswith("-linux-gnu"):
-        sys.exit(f"--link static needs a *-linux-gnu host (glibc), not {triple}; use --link dynamic")
-    # An explicit --target keeps the flag off build scripts and proc
-    # macros, which cannot be linked statically.
-    env = dict(os.environ, RUSTFLAGS="-C target-feature=+crt-static")
+    host = host_triple()
+    if not host.endswith("-linux-gnu"):
+        sys.exit(f"--link {link} builds for Linux on a *-linux-gnu host, not {host}; use --link dynamic")
+    if link == "static":
+        # musl, whose static start-up is half glibc's here (no cache
+        # probing by cpuid, each an exit to the hypervisor on a VM).
+        triple = host.replace("-linux-gnu", "-linux-musl")
+        have = subprocess.run(["rustup", "target", "list", "--installed"], capture_output=True, text=True)
+        if have.returncode != 0 or triple not in have.stdout.split():
+            add = subprocess.run(["rustup", "target", "add", triple])
+            if add.returncode != 0:
+                sys.exit(f"--link static needs Rust's {triple} target: install it with "
+                         f"`rustup target add {triple}`, or measure --link static-glibc")
+        env = dict(os.environ)
+    else:
+        # glibc, linked statically. An explicit --target keeps the flag off
+        # build scripts and proc macros, which cannot be linked statically.
+        triple = host
+        env = dict(os.environ, RUSTFLAGS="-C target-feature=+crt-static")
     subprocess.run(["cargo", "build", "--release", "-q", "--target", triple], cwd=ROOT, check=True, env=env)
     return os.path.join(target, triple, "release", "kleinrock")
 
@@ -207,8 +223,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--ns3", help="path to the ns-3 dumbbell binary")
-    ap.add_argument("--link", choices=["static", "dynamic", "both"], default="both",
-                    help="which kleinrock build(s) to measure (default both)")
+    ap.add_argument("--link", choices=["static", "static-glibc", "dynamic", "both"], default="both",
+                    help="which kleinrock build(s) to measure: static (musl), static-glibc, dynamic, "
+                         "or both (static and dynamic, the default)")
     ap.add_argument("--cpu", default=str(os.cpu_count() - 1),
                     help="CPU to run both programs on, or 'none' (default the last CPU)")
     ap.add_argument("--write-results", action="store_true",

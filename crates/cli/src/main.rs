@@ -2,6 +2,12 @@
 
 use std::process::ExitCode;
 
+/// See crates/cli/Cargo.toml: musl's allocator returns memory to the
+/// kernel as eagerly as a run asks for more.
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOC: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
 use clap::{Parser, Subcommand};
 
 mod algorithms;
