@@ -117,7 +117,7 @@ impl Link {
         let Qdisc::Fifo(f) = &mut self.qdisc else {
             return self.arrive_queued(now, p, rng);
         };
-        f.advance(now);
+        f.advance(now, self.free_at);
         let start = self.free_at.max(now);
         // On a trace link the packet waits for its delivery opportunity
         // and leaves at it.
@@ -217,7 +217,7 @@ impl Link {
     pub fn backlog(&mut self, now: Time) -> (usize, u64) {
         match &mut self.qdisc {
             Qdisc::Fifo(f) => {
-                f.advance(now);
+                f.advance(now, self.free_at);
                 (f.len(), f.bytes())
             }
             Qdisc::Codel(c) => (c.len(), c.bytes()),
