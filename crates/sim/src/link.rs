@@ -136,8 +136,12 @@ impl Link {
         if !self.count(v) {
             return Arrival::Dropped;
         }
-        if let Some((_, idx)) = &mut self.trace {
-            *idx = next_idx;
+        // `next_idx` is 0 only without a trace: a register test, where
+        // the trace's own tag would be read again from memory.
+        if next_idx > 0 {
+            if let Some((_, idx)) = &mut self.trace {
+                *idx = next_idx;
+            }
         }
         self.free_at = done;
         if self.lose(rng, p) {
