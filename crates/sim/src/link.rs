@@ -257,7 +257,10 @@ fn tx_time(cache: &mut [(u32, Time); 2], rate_bps: u64, bytes: u32) -> Time {
 #[derive(Debug)]
 pub struct Pipe {
     pub delay: Time,
-    pub jitter: Time,
+    /// How many extra delays a packet draws from (0 to `jitter` ns:
+    /// `jitter + 1`, saturating at a jitter of 584 years); 0: no jitter.
+    /// Kept as a `u64` so that the draw is one 64-by-64-bit multiply.
+    jitter_values: u64,
     last: Time,
     /// Packets in arrival order, each with its arrival time in `at`.
     q: Ring<Packet>,
@@ -267,7 +270,11 @@ impl Pipe {
     pub fn new(delay: Time, jitter: Time) -> Pipe {
         Pipe {
             delay,
-            jitter,
+            jitter_values: if jitter > 0 {
+                jitter.saturating_add(1)
+            } else {
+                0
+            },
             last: 0,
             q: Ring::default(),
         }
@@ -277,9 +284,9 @@ impl Pipe {
     /// head (the caller schedules the arrival event).
     #[inline]
     pub fn push(&mut self, now: Time, p: &Packet, rng: &mut SplitMix64) -> Option<Time> {
-        let extra = if self.jitter > 0 {
+        let extra = if self.jitter_values > 0 {
             // Uniform in [0, jitter] by a multiply, not a division.
-            ((rng.next_u64() as u128 * (self.jitter as u128 + 1)) >> 64) as Time
+            ((rng.next_u64() as u128 * self.jitter_values as u128) >> 64) as Time
         } else {
             0
         };
