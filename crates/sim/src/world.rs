@@ -625,8 +625,14 @@ impl Sim {
             Kind::Data => {
                 let fl = &mut self.flows[f];
                 let wire = &mut Onto::new(&mut self.net, self.now, 1 - fl.data_link);
-                fl.receiver.on_data(self.now, &p, wire);
-                self.arm_flow(f, false);
+                // Only a newly armed delayed-ACK timer can want the flow
+                // woken sooner: the sender's wakeup has not changed since
+                // the flow's last `arm_flow` (a stop only defers it), and
+                // an ACK sent clears the receiver's deadline, which leaves
+                // the pending timer early enough.
+                if fl.receiver.on_data(self.now, &p, wire) {
+                    self.arm_flow(f, false);
+                }
                 self.check_response(f);
             }
             Kind::Ack => {

@@ -191,7 +191,10 @@ impl Receiver {
     }
 
     /// A data segment arrives; any ACK to send now is pushed to `out`.
-    pub fn on_data(&mut self, now: Time, p: &Packet, out: &mut impl Wire) {
+    /// Returns true if it armed the delayed-ACK timer: the one change of
+    /// the receiver's deadline that can bring its flow's wakeup forward
+    /// (sending an ACK only clears it).
+    pub fn on_data(&mut self, now: Time, p: &Packet, out: &mut impl Wire) -> bool {
         // tcp_ecn_accept_cwr(): the sender has reduced; it may be down to
         // a packet or two, so ACK at once.
         let mut now_ack = false;
@@ -202,16 +205,16 @@ impl Receiver {
         let seq = p.seq;
         if seq < self.rcv_nxt {
             out.send(self.ack(Some((seq, seq + 1))));
-            return;
+            return false;
         }
         if seq > self.rcv_nxt {
             self.check_ce(p, out);
             if !self.add_ooo(seq) {
                 out.send(self.ack(Some((seq, seq + 1))));
-                return;
+                return false;
             }
             out.send(self.ack(None));
-            return;
+            return false;
         }
         // In order: advance over any ranges it joins.
         self.rcv_nxt += 1;
@@ -229,7 +232,9 @@ impl Receiver {
             out.send(self.ack(None));
         } else if self.delack_at.is_none() {
             self.delack_at = Some(now + DELACK);
+            return true;
         }
+        false
     }
 
     /// The delayed-ACK timer; true if it sent the ACK.
