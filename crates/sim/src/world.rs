@@ -172,9 +172,10 @@ struct Flow {
     data_link: usize,
     stop: Option<Time>,
     wake_at: Option<Time>,
-    /// The sender's `next_wakeup()` after its last change: only the
-    /// sender's own calls change it, so the receiver's calls reuse it.
-    sender_wakeup: Option<Time>,
+    /// The sender's `next_wakeup()` after its last change ([`NEVER`] for
+    /// none): only the sender's own calls change it, so the receiver's
+    /// calls reuse it.
+    sender_wakeup: Time,
     rtt_hist: Histogram,
     last_delivered: u64,
     /// The sender's count of delivered (ACKed or SACKed) segments at the
@@ -244,6 +245,9 @@ impl Wire for Onto<'_> {
     }
 }
 
+/// A deadline that never comes: 584 years of simulated time.
+const NEVER: Time = Time::MAX;
+
 /// A run in progress.
 pub struct Sim {
     now: Time,
@@ -302,7 +306,7 @@ impl Sim {
                 data_link: if f.upload { 0 } else { 1 },
                 stop: f.stop,
                 wake_at: None,
-                sender_wakeup: None,
+                sender_wakeup: NEVER,
                 rtt_hist: Histogram::default(),
                 last_delivered: 0,
                 last_acked: 0,
@@ -425,7 +429,7 @@ impl Sim {
             Event::FlowStop(f) => {
                 let fl = &mut self.flows[f as usize];
                 fl.sender.stop();
-                fl.sender_wakeup = fl.sender.next_wakeup();
+                fl.sender_wakeup = fl.sender.next_wakeup().unwrap_or(NEVER);
             }
             Event::PingSend(id) => self.ping_send(id),
             Event::UdpSend(id) => self.udp_send(id),
@@ -439,18 +443,20 @@ impl Sim {
     fn arm_flow(&mut self, f: usize, sender_changed: bool) {
         let fl = &mut self.flows[f];
         if sender_changed {
-            fl.sender_wakeup = fl.sender.next_wakeup();
+            fl.sender_wakeup = fl.sender.next_wakeup().unwrap_or(NEVER);
         }
-        let want = match (fl.sender_wakeup, fl.receiver.delack_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if let Some(t) = want {
-            let t = t.max(self.now);
-            if fl.wake_at.is_none_or(|w| t < w || w < self.now) {
-                fl.wake_at = Some(t);
-                self.net.events.schedule(t, Event::FlowTimer(f as u32));
-            }
+        // The earlier deadline by a `min` over plain times, without a
+        // branch on which of the two exist.
+        let want = fl
+            .sender_wakeup
+            .min(fl.receiver.delack_deadline().unwrap_or(NEVER));
+        if want == NEVER {
+            return;
+        }
+        let t = want.max(self.now);
+        if fl.wake_at.is_none_or(|w| t < w || w < self.now) {
+            fl.wake_at = Some(t);
+            self.net.events.schedule(t, Event::FlowTimer(f as u32));
         }
     }
 
