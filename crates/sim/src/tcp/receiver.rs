@@ -278,7 +278,10 @@ mod tests {
         let mut r = Receiver::new(0, true, EcnEcho::Classic);
         r.quick = 0;
         let mut out = Vec::new();
-        r.on_data(1000, &data(0), &mut out);
+        assert!(
+            r.on_data(1000, &data(0), &mut out),
+            "arming the delayed ACK is reported"
+        );
         assert!(out.is_empty());
         assert_eq!(r.delack_deadline(), Some(1000 + DELACK));
         r.on_timer(1000 + DELACK - 1, &mut out);
@@ -286,6 +289,12 @@ mod tests {
         r.on_timer(1000 + DELACK, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].seq, 1);
+        // The next segment arms it again; the one after is ACKed at once,
+        // which clears the deadline and is not reported.
+        assert!(r.on_data(2000 + DELACK, &data(1), &mut out));
+        assert!(!r.on_data(2000 + DELACK, &data(2), &mut out));
+        assert_eq!(r.delack_deadline(), None);
+        assert_eq!(out.last().unwrap().seq, 3);
     }
 
     #[test]
