@@ -171,7 +171,8 @@ struct Flow {
     /// Index of the link the data crosses.
     data_link: usize,
     stop: Option<Time>,
-    wake_at: Option<Time>,
+    /// When the flow's pending timer event fires ([`NEVER`]: none).
+    wake_at: Time,
     /// The sender's `next_wakeup()` after its last change ([`NEVER`] for
     /// none): only the sender's own calls change it, so the receiver's
     /// calls reuse it.
@@ -305,7 +306,7 @@ impl Sim {
                 ),
                 data_link: if f.upload { 0 } else { 1 },
                 stop: f.stop,
-                wake_at: None,
+                wake_at: NEVER,
                 sender_wakeup: NEVER,
                 rtt_hist: Histogram::default(),
                 last_delivered: 0,
@@ -454,8 +455,9 @@ impl Sim {
             return;
         }
         let t = want.max(self.now);
-        if fl.wake_at.is_none_or(|w| t < w || w < self.now) {
-            fl.wake_at = Some(t);
+        // With no timer pending, `wake_at` is NEVER, after any `t`.
+        if t < fl.wake_at || fl.wake_at < self.now {
+            fl.wake_at = t;
             self.net.events.schedule(t, Event::FlowTimer(f as u32));
         }
     }
@@ -463,8 +465,8 @@ impl Sim {
     fn flow_timer(&mut self, f: usize) {
         let now = self.now;
         let fl = &mut self.flows[f];
-        if fl.wake_at == Some(now) {
-            fl.wake_at = None;
+        if fl.wake_at == now {
+            fl.wake_at = NEVER;
         }
         if fl
             .receiver
