@@ -228,9 +228,7 @@ impl Receiver {
         self.delivered += advanced as u64;
         self.unacked += advanced;
         now_ack |= self.check_ce(p, out);
-        // Non-short-circuit `|`: one branch on the whole decision (which
-        // alternates with every other segment) instead of four.
-        if had_ooo | (self.quick > 0) | (self.unacked > 1) | now_ack {
+        if had_ooo || self.quick > 0 || self.unacked > 1 || now_ack {
             out.send(self.ack(None));
         } else if self.delack_at.is_none() {
             self.delack_at = Some(now + DELACK);
