@@ -117,7 +117,7 @@ impl Link {
         let Qdisc::Fifo(f) = &mut self.qdisc else {
             return self.arrive_queued(now, p, rng);
         };
-        f.advance(now);
+        f.advance(now, self.free_at);
         let start = self.free_at.max(now);
         // On a trace link the packet waits for its delivery opportunity
         // and leaves at it.
@@ -136,8 +136,12 @@ impl Link {
         if !self.count(v) {
             return Arrival::Dropped;
         }
-        if let Some((_, idx)) = &mut self.trace {
-            *idx = next_idx;
+        // `next_idx` is 0 only without a trace: a register test, where
+        // the trace's own tag would be read again from memory.
+        if next_idx > 0 {
+            if let Some((_, idx)) = &mut self.trace {
+                *idx = next_idx;
+            }
         }
         self.free_at = done;
         if self.lose(rng, p) {
@@ -217,7 +221,7 @@ impl Link {
     pub fn backlog(&mut self, now: Time) -> (usize, u64) {
         match &mut self.qdisc {
             Qdisc::Fifo(f) => {
-                f.advance(now);
+                f.advance(now, self.free_at);
                 (f.len(), f.bytes())
             }
             Qdisc::Codel(c) => (c.len(), c.bytes()),
@@ -253,7 +257,10 @@ fn tx_time(cache: &mut [(u32, Time); 2], rate_bps: u64, bytes: u32) -> Time {
 #[derive(Debug)]
 pub struct Pipe {
     pub delay: Time,
-    pub jitter: Time,
+    /// How many extra delays a packet draws from (0 to `jitter` ns:
+    /// `jitter + 1`, saturating at a jitter of 584 years); 0: no jitter.
+    /// Kept as a `u64` so that the draw is one 64-by-64-bit multiply.
+    jitter_values: u64,
     last: Time,
     /// Packets in arrival order, each with its arrival time in `at`.
     q: Ring<Packet>,
@@ -263,7 +270,11 @@ impl Pipe {
     pub fn new(delay: Time, jitter: Time) -> Pipe {
         Pipe {
             delay,
-            jitter,
+            jitter_values: if jitter > 0 {
+                jitter.saturating_add(1)
+            } else {
+                0
+            },
             last: 0,
             q: Ring::default(),
         }
@@ -273,9 +284,9 @@ impl Pipe {
     /// head (the caller schedules the arrival event).
     #[inline]
     pub fn push(&mut self, now: Time, p: &Packet, rng: &mut SplitMix64) -> Option<Time> {
-        let extra = if self.jitter > 0 {
+        let extra = if self.jitter_values > 0 {
             // Uniform in [0, jitter] by a multiply, not a division.
-            ((rng.next_u64() as u128 * (self.jitter as u128 + 1)) >> 64) as Time
+            ((rng.next_u64() as u128 * self.jitter_values as u128) >> 64) as Time
         } else {
             0
         };

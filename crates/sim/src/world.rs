@@ -171,10 +171,12 @@ struct Flow {
     /// Index of the link the data crosses.
     data_link: usize,
     stop: Option<Time>,
-    wake_at: Option<Time>,
-    /// The sender's `next_wakeup()` after its last change: only the
-    /// sender's own calls change it, so the receiver's calls reuse it.
-    sender_wakeup: Option<Time>,
+    /// When the flow's pending timer event fires ([`NEVER`]: none).
+    wake_at: Time,
+    /// The sender's `next_wakeup()` after its last change ([`NEVER`] for
+    /// none): only the sender's own calls change it, so the receiver's
+    /// calls reuse it.
+    sender_wakeup: Time,
     rtt_hist: Histogram,
     last_delivered: u64,
     /// The sender's count of delivered (ACKed or SACKed) segments at the
@@ -244,6 +246,9 @@ impl Wire for Onto<'_> {
     }
 }
 
+/// A deadline that never comes: 584 years of simulated time.
+const NEVER: Time = Time::MAX;
+
 /// A run in progress.
 pub struct Sim {
     now: Time,
@@ -301,8 +306,8 @@ impl Sim {
                 ),
                 data_link: if f.upload { 0 } else { 1 },
                 stop: f.stop,
-                wake_at: None,
-                sender_wakeup: None,
+                wake_at: NEVER,
+                sender_wakeup: NEVER,
                 rtt_hist: Histogram::default(),
                 last_delivered: 0,
                 last_acked: 0,
@@ -425,7 +430,7 @@ impl Sim {
             Event::FlowStop(f) => {
                 let fl = &mut self.flows[f as usize];
                 fl.sender.stop();
-                fl.sender_wakeup = fl.sender.next_wakeup();
+                fl.sender_wakeup = fl.sender.next_wakeup().unwrap_or(NEVER);
             }
             Event::PingSend(id) => self.ping_send(id),
             Event::UdpSend(id) => self.udp_send(id),
@@ -439,26 +444,29 @@ impl Sim {
     fn arm_flow(&mut self, f: usize, sender_changed: bool) {
         let fl = &mut self.flows[f];
         if sender_changed {
-            fl.sender_wakeup = fl.sender.next_wakeup();
+            fl.sender_wakeup = fl.sender.next_wakeup().unwrap_or(NEVER);
         }
-        let want = match (fl.sender_wakeup, fl.receiver.delack_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if let Some(t) = want {
-            let t = t.max(self.now);
-            if fl.wake_at.is_none_or(|w| t < w || w < self.now) {
-                fl.wake_at = Some(t);
-                self.net.events.schedule(t, Event::FlowTimer(f as u32));
-            }
+        // The earlier deadline by a `min` over plain times, without a
+        // branch on which of the two exist.
+        let want = fl
+            .sender_wakeup
+            .min(fl.receiver.delack_deadline().unwrap_or(NEVER));
+        if want == NEVER {
+            return;
+        }
+        let t = want.max(self.now);
+        // With no timer pending, `wake_at` is NEVER, after any `t`.
+        if t < fl.wake_at || fl.wake_at < self.now {
+            fl.wake_at = t;
+            self.net.events.schedule(t, Event::FlowTimer(f as u32));
         }
     }
 
     fn flow_timer(&mut self, f: usize) {
         let now = self.now;
         let fl = &mut self.flows[f];
-        if fl.wake_at == Some(now) {
-            fl.wake_at = None;
+        if fl.wake_at == now {
+            fl.wake_at = NEVER;
         }
         if fl
             .receiver
@@ -508,22 +516,28 @@ impl Sim {
     }
 
     /// A request/response flow's receiver got data: is the response whole?
+    /// Asks the flow first: a request is outstanding only on a
+    /// request/response flow, and the flow's record is the one the data
+    /// packet has just touched, where the scenario's is not.
+    #[inline(always)]
     fn check_response(&mut self, f: usize) {
+        let fl = &mut self.flows[f];
+        let Some(sent) = fl.rr_sent_at else {
+            return;
+        };
+        if fl.receiver.delivered < fl.rr_target {
+            return;
+        }
         let Some(rr) = self.cfg.flows[f].request_response else {
             return;
         };
-        let fl = &mut self.flows[f];
-        if let Some(sent) = fl.rr_sent_at {
-            if fl.receiver.delivered >= fl.rr_target {
-                fl.rr_sent_at = None;
-                fl.responses_done += 1;
-                fl.responses
-                    .add(((self.now - sent) / 1000).min(u32::MAX as u64) as u32);
-                self.net
-                    .events
-                    .schedule(self.now + rr.think, Event::RequestSend(f as u32));
-            }
-        }
+        fl.rr_sent_at = None;
+        fl.responses_done += 1;
+        fl.responses
+            .add(((self.now - sent) / 1000).min(u32::MAX as u64) as u32);
+        self.net
+            .events
+            .schedule(self.now + rr.think, Event::RequestSend(f as u32));
     }
 
     fn ping_send(&mut self, id: u32) {
@@ -619,8 +633,14 @@ impl Sim {
             Kind::Data => {
                 let fl = &mut self.flows[f];
                 let wire = &mut Onto::new(&mut self.net, self.now, 1 - fl.data_link);
-                fl.receiver.on_data(self.now, &p, wire);
-                self.arm_flow(f, false);
+                // Only a newly armed delayed-ACK timer can want the flow
+                // woken sooner: the sender's wakeup has not changed since
+                // the flow's last `arm_flow` (a stop only defers it), and
+                // an ACK sent clears the receiver's deadline, which leaves
+                // the pending timer early enough.
+                if fl.receiver.on_data(self.now, &p, wire) {
+                    self.arm_flow(f, false);
+                }
                 self.check_response(f);
             }
             Kind::Ack => {

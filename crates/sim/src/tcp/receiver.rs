@@ -191,7 +191,10 @@ impl Receiver {
     }
 
     /// A data segment arrives; any ACK to send now is pushed to `out`.
-    pub fn on_data(&mut self, now: Time, p: &Packet, out: &mut impl Wire) {
+    /// Returns true if it armed the delayed-ACK timer: the one change of
+    /// the receiver's deadline that can bring its flow's wakeup forward
+    /// (sending an ACK only clears it).
+    pub fn on_data(&mut self, now: Time, p: &Packet, out: &mut impl Wire) -> bool {
         // tcp_ecn_accept_cwr(): the sender has reduced; it may be down to
         // a packet or two, so ACK at once.
         let mut now_ack = false;
@@ -202,16 +205,16 @@ impl Receiver {
         let seq = p.seq;
         if seq < self.rcv_nxt {
             out.send(self.ack(Some((seq, seq + 1))));
-            return;
+            return false;
         }
         if seq > self.rcv_nxt {
             self.check_ce(p, out);
             if !self.add_ooo(seq) {
                 out.send(self.ack(Some((seq, seq + 1))));
-                return;
+                return false;
             }
             out.send(self.ack(None));
-            return;
+            return false;
         }
         // In order: advance over any ranges it joins.
         self.rcv_nxt += 1;
@@ -229,7 +232,9 @@ impl Receiver {
             out.send(self.ack(None));
         } else if self.delack_at.is_none() {
             self.delack_at = Some(now + DELACK);
+            return true;
         }
+        false
     }
 
     /// The delayed-ACK timer; true if it sent the ACK.
@@ -271,7 +276,10 @@ mod tests {
         let mut r = Receiver::new(0, true, EcnEcho::Classic);
         r.quick = 0;
         let mut out = Vec::new();
-        r.on_data(1000, &data(0), &mut out);
+        assert!(
+            r.on_data(1000, &data(0), &mut out),
+            "arming the delayed ACK is reported"
+        );
         assert!(out.is_empty());
         assert_eq!(r.delack_deadline(), Some(1000 + DELACK));
         r.on_timer(1000 + DELACK - 1, &mut out);
@@ -279,6 +287,12 @@ mod tests {
         r.on_timer(1000 + DELACK, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].seq, 1);
+        // The next segment arms it again; the one after is ACKed at once,
+        // which clears the deadline and is not reported.
+        assert!(r.on_data(2000 + DELACK, &data(1), &mut out));
+        assert!(!r.on_data(2000 + DELACK, &data(2), &mut out));
+        assert_eq!(r.delack_deadline(), None);
+        assert_eq!(out.last().unwrap().seq, 3);
     }
 
     #[test]
