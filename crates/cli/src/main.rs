@@ -2,12 +2,6 @@
 
 use std::process::ExitCode;
 
-/// See crates/cli/Cargo.toml: musl's allocator returns memory to the
-/// kernel as eagerly as a run asks for more.
-#[cfg(target_env = "musl")]
-#[global_allocator]
-static ALLOC: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
-
 use clap::{Parser, Subcommand};
 
 mod algorithms;
@@ -18,6 +12,12 @@ mod replay;
 mod runner;
 mod select;
 mod sim;
+
+/// See crates/cli/Cargo.toml: musl's allocator returns memory to the
+/// kernel as eagerly as a run asks for more.
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOC: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
 
 /// Congestion control you can measure and deploy.
 #[derive(Parser)]
