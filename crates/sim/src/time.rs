@@ -8,6 +8,10 @@ pub const US: Time = 1_000;
 pub const MS: Time = 1_000_000;
 pub const SEC: Time = 1_000_000_000;
 
+/// A deadline that never comes: stands for "none" where a plain time is
+/// cheaper to compare than an `Option`.
+pub const NEVER: Time = Time::MAX;
+
 /// Time to serialize `bytes` at `rate_bps`, rounded up to a nanosecond.
 pub fn serialization(bytes: u32, rate_bps: u64) -> Time {
     // bytes * 8e9 fits a u64 for any packet (< 2^31 bytes); u128 beyond.

@@ -28,7 +28,7 @@ use crate::results::{
 };
 use crate::tcp::receiver::{EcnEcho, Receiver};
 use crate::tcp::sender::{Sender, SenderConfig, HEADER_BYTES};
-use crate::time::{serialization, Time, SEC};
+use crate::time::{serialization, Time, NEVER, SEC};
 
 /// The queue at a bottleneck.
 #[derive(Clone, Debug, PartialEq)]
@@ -245,9 +245,6 @@ impl Wire for Onto<'_> {
         self.net.put_on_link(self.now, self.link, &mut p);
     }
 }
-
-/// A deadline that never comes: 584 years of simulated time.
-const NEVER: Time = Time::MAX;
 
 /// A run in progress.
 pub struct Sim {
