@@ -322,12 +322,27 @@ fn loss_recovery_and_rto_replay_exactly() {
     let _loaded = load(&ports);
     let names = ports.iter().map(|(_, n)| *n).chain(["reno", "cubic"]);
     for cc in names {
-        let rows = trace_over(cc, Net::LossAndRto, 6, &dir);
         // Not every algorithm has set_state (reno has not), so the evidence
         // is the TCP core's state as the hooks saw it: rows after an RTO
         // find it in Loss; each recovery, and the RTO, called ssthresh
         // once (the RTO's backoffs do not call it again).
-        let in_loss = rows.count_any("pre_icsk_ca_state", |s| s == TCP_CA_LOSS);
+        let in_loss = |rows: &Rows| rows.count_any("pre_icsk_ca_state", |s| s == TCP_CA_LOSS);
+        // The 1% loss is drawn at random and the delay line and the
+        // blackhole's timer run in user space: on a host stealing a
+        // quarter of the CPU a run can crawl (0.3 Mbit/s of 20), lose too
+        // few packets for a recovery besides the RTO, or start its data
+        // after the blackhole. Such a run is no evidence either way (each
+        // attempt's replay is still checked), so it is traced again, up
+        // to three times.
+        let mut rows = trace_over(cc, Net::LossAndRto, 6, &dir);
+        for _ in 1..3 {
+            if in_loss(&rows) > 0 && rows.calls("ssthresh") >= 3 {
+                break;
+            }
+            eprintln!("{cc}: the run missed the RTO or a fast recovery; tracing again");
+            rows = trace_over(cc, Net::LossAndRto, 6, &dir);
+        }
+        let in_loss = in_loss(&rows);
         assert!(in_loss > 0, "{cc}: no hook ran after an RTO");
         assert!(
             rows.calls("ssthresh") >= 3,
