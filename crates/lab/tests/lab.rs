@@ -274,10 +274,16 @@ fn the_delay_holds_under_a_100_mbit_flow() {
     // attempt's own.
     let (run, quiet) = timed("100 Mbit/s under a 10 ms delay", || {
         let lab = lab(&delay_both_ways(10))?;
-        let pinger = ping_command(lab.sender(), RECEIVER_ADDR, &["-c", "40", "-i", "0.04"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+        // `-w`: wait for all 40 replies (up to 10 s), not 1 s past the last
+        // request: a reply that a stalled host delays is late, not lost.
+        let pinger = ping_command(
+            lab.sender(),
+            RECEIVER_ADDR,
+            &["-c", "40", "-i", "0.04", "-w", "10"],
+        )
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
         let t = bulk(&lab, 2.0, Some(100e6));
         let p = parse_ping(&String::from_utf8_lossy(
             &pinger.wait_with_output().unwrap().stdout,
