@@ -152,6 +152,8 @@ pub struct Sender {
     rack: Rack,
     prr: Prr,
     undo: Undo,
+    /// F-RTO is sending new data only (`REXMIT_NEW`).
+    hold_retransmits: bool,
     /// `high_seq` in segments.
     high_seq: u32,
     tlp_high_seq: Option<u32>,
@@ -211,6 +213,7 @@ impl Sender {
             rack: Rack::default(),
             prr: Prr::default(),
             undo: Undo::default(),
+            hold_retransmits: false,
             high_seq: 0,
             tlp_high_seq: None,
             tlp_retrans: false,
@@ -391,16 +394,9 @@ impl Sender {
     // ---- transmission -------------------------------------------------
 
     /// `tcp_xmit_retransmit_queue()` then `tcp_write_xmit()`:
-    /// retransmissions first, then new data, while the window (and the
-    /// pacing clock) allows.
-    #[inline]
+    /// retransmissions first (unless F-RTO holds them), then new data,
+    /// while the window (and the pacing clock) allows.
     fn write_xmit(&mut self, now: Time, out: &mut impl Wire) {
-        self.xmit(now, out, true);
-    }
-
-    /// Sends what the window allows; retransmissions only if `resend`
-    /// (F-RTO's new data after an RTO sends none).
-    fn xmit(&mut self, now: Time, out: &mut impl Wire, resend: bool) {
         let mut sent = 0u32;
         let mut cwnd_limited = false;
         let mut rearm = false;
@@ -413,14 +409,10 @@ impl Sender {
             if self.paced() && now < self.next_send {
                 break;
             }
-            let lost = if resend {
-                self.sb.next_to_retransmit()
-            } else {
-                None
-            };
-            match lost {
-                Some(s) => self.retransmit(now, s, out),
-                None => {
+            // The hold is read only when something is lost.
+            match self.sb.next_to_retransmit() {
+                Some(s) if !self.hold_retransmits => self.retransmit(now, s, out),
+                _ => {
                     if !self.has_new_data() || self.sb.packets_out() >= self.cfg.rwnd_segments {
                         self.drained = true;
                         break;
@@ -867,6 +859,7 @@ impl Sender {
     /// the cumulative ACK, or inside the next block), and which
     /// retransmissions does it show needless? Runs before the cumulative
     /// ACK is processed: `sb.una` is still `prior_snd_una`.
+    #[cold]
     fn check_dsack(&mut self, ack: &Packet) -> bool {
         let blocks = ack.sack_blocks();
         let (start, end) = blocks[0];
@@ -1014,6 +1007,9 @@ impl Sender {
         // Cumulative ACK: tcp_clean_rtx_queue().
         let mut acked_pkts = 0u32;
         let mut any_retrans_acked = false;
+        if self.undo.frto {
+            flag |= self.orig_acked(cum);
+        }
         while self.sb.una < cum {
             let seq = self.sb.una;
             let s = self.sb.pop();
@@ -1023,9 +1019,6 @@ impl Sender {
             } else if !s.has(SACKED) {
                 let first = ackt.map_or(s.tx_us, |(f, _)| f);
                 ackt = Some((first, s.tx_us));
-                if seq < self.high_seq {
-                    flag |= FLAG_ORIG_SACK_ACKED;
-                }
             }
             if !s.has(SACKED) {
                 let ever = s.has(EVER_RETRANS);
@@ -1150,12 +1143,7 @@ impl Sender {
             self.timer = None;
         }
         if frto_new {
-            // tcp_xmit_recovery(): retransmit only if no new data went.
-            self.xmit(now, out, false);
-            if self.sb.nxt() <= self.high_seq {
-                self.undo.frto = false;
-                self.write_xmit(now, out);
-            }
+            self.frto_xmit(now, out);
         } else {
             self.write_xmit(now, out);
         }
@@ -1164,6 +1152,36 @@ impl Sender {
         {
             let at = self.loss_probe_deadline(now, true, packets_out);
             self.timer = Some((at, TimerKind::LossProbe));
+        }
+    }
+
+    /// `tcp_clean_rtx_queue()`'s FLAG_ORIG_SACK_ACKED: does the cumulative
+    /// ACK up to `cum` cover a segment below `high_seq` that was never
+    /// retransmitted nor SACKed? Only F-RTO reads it, so it is computed
+    /// only then, before the segments leave the scoreboard.
+    #[cold]
+    fn orig_acked(&self, cum: u32) -> u32 {
+        let orig = (self.sb.una..cum.min(self.high_seq))
+            .any(|seq| self.sb.get(seq).flags & (EVER_RETRANS | SACKED) == 0);
+        if orig {
+            FLAG_ORIG_SACK_ACKED
+        } else {
+            0
+        }
+    }
+
+    /// `tcp_xmit_recovery()` with `REXMIT_NEW` (F-RTO step 2.b): new
+    /// data, and retransmissions only if none could go. Rare, so kept out
+    /// of the ACK path.
+    #[cold]
+    #[inline(never)]
+    fn frto_xmit(&mut self, now: Time, out: &mut impl Wire) {
+        self.hold_retransmits = true;
+        self.write_xmit(now, out);
+        self.hold_retransmits = false;
+        if self.sb.nxt() <= self.high_seq {
+            self.undo.frto = false;
+            self.write_xmit(now, out);
         }
     }
 
@@ -1380,6 +1398,16 @@ impl Sender {
     /// ACK covers data never retransmitted, the timeout was spurious.
     /// Returns true to send new data instead of retransmissions.
     fn process_loss(&mut self, flag: u32, dupack: bool) -> bool {
+        let new = self.frto_process_loss(flag, dupack);
+        if self.sk.icsk_ca_state != CaState::Loss {
+            // The kernel leaves tp->frto set, to be read only in Loss;
+            // cleared here, it says "in Loss and checking" by itself.
+            self.undo.frto = false;
+        }
+        new
+    }
+
+    fn frto_process_loss(&mut self, flag: u32, dupack: bool) -> bool {
         let recovered = self.sb.una >= self.high_seq;
         if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(false) {
             return false;
