@@ -1274,11 +1274,12 @@ impl Sender {
         self.rack_mark_lost(now);
         match self.sk.icsk_ca_state {
             // Recovery undone: a new episode only if loss is evident.
-            CaState::Open | CaState::Disorder | CaState::Cwr if in_recovery => {
-                if self.sb.lost_out > 0 {
-                    self.enter_recovery(ece);
-                }
+            CaState::Open | CaState::Disorder | CaState::Cwr
+                if in_recovery && self.sb.lost_out > 0 =>
+            {
+                self.enter_recovery(ece)
             }
+            _ if in_recovery => {}
             CaState::Open | CaState::Disorder => {
                 if self.sb.lost_out > 0 {
                     self.enter_recovery(ece);
