@@ -1071,3 +1071,106 @@ fn a_paced_transfer_with_retransmissions_in_flight_finishes() {
     let done = f.completion_s.expect("the transfer completes");
     assert!(done < 1.0, "{done}");
 }
+
+/// The rows of a recorded trace: each hook with its numeric cells, by
+/// column name.
+fn trace_rows(path: &std::path::Path, columns: &[&str]) -> Vec<(String, Vec<i128>)> {
+    let mut r = kleinrock_trace::read::TraceReader::open(path).unwrap();
+    let hook = r.column("hook").unwrap();
+    let idx: Vec<usize> = columns.iter().map(|c| r.column(c).unwrap()).collect();
+    let mut rows = Vec::new();
+    while r.next_row().unwrap().is_some() {
+        let cells = idx.iter().map(|&i| r.cells()[i].unwrap_or(-1)).collect();
+        rows.push((r.text(hook).to_string(), cells));
+    }
+    rows
+}
+
+/// A 12 Mbit/s trace link (one packet per ms) that stops delivering for a
+/// second at 0.3 s, and a transfer of 500 segments that its queue of 1000
+/// holds whole: every packet is only delayed, so the timeouts the gap
+/// causes are spurious.
+fn delay_spike(cc: &str, path: &std::path::Path) -> Results {
+    use kleinrock_sim::mahimahi::Trace;
+    let text: String = (1..=3000)
+        .filter(|ms| !(301..=1300).contains(ms))
+        .map(|ms| format!("{ms}\n"))
+        .collect();
+    let trace = Trace::parse(&text, "spike").unwrap();
+    let mut f = flow(cc, 40);
+    f.trace = Some(path.to_path_buf());
+    f.size_segments = Some(500);
+    let mut c = dumbbell(12_000_000, 1000, 0, 3, vec![f]);
+    c.links[0].trace = Some(trace);
+    run(c)
+}
+
+#[test]
+fn f_rto_undoes_the_timeouts_of_a_delay_spike() {
+    let path = std::env::temp_dir().join(format!("kleinrock-spike-{}.csv", std::process::id()));
+    let r = delay_spike("reno", &path);
+    let f = &r.flows[0];
+    assert_eq!((r.links[0].loss_drops, r.links[0].queue_drops), (0, 0));
+    assert!(f.rtos >= 1, "the gap outlasts the RTO");
+    let rows = trace_rows(
+        &path,
+        &[
+            "arg_u",
+            "pre_snd_cwnd",
+            "pre_prior_cwnd",
+            "pre_snd_ssthresh",
+            "ret",
+            "pre_icsk_ca_state",
+        ],
+    );
+    // The RTO's reduction: ssthresh, CA_EVENT_LOSS, Loss.
+    let loss = rows
+        .iter()
+        .position(|(h, c)| h == "set_state" && c[0] == 4)
+        .unwrap();
+    let (h, c) = &rows[loss - 2];
+    assert_eq!(h, "ssthresh");
+    let (cwnd_at_rto, ssthresh_before) = (c[1], c[3]);
+    // One undo, in Loss, of that reduction: tcp_reno_undo_cwnd() returns
+    // max(cwnd, prior_cwnd), prior_cwnd being the cwnd at the RTO.
+    let undos: Vec<_> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, (h, _))| h == "undo_cwnd")
+        .collect();
+    assert_eq!(undos.len(), 1, "{undos:?}");
+    let (at, (_, c)) = undos[0];
+    assert_eq!(c[5], 4, "undone in Loss");
+    assert_eq!(c[2], cwnd_at_rto);
+    assert_eq!(c[4], c[1].max(cwnd_at_rto));
+    // Then Open, with ssthresh what it was before the RTO
+    // (tcp_current_ssthresh(): still infinite in slow start).
+    let (h, c) = &rows[at + 1];
+    assert_eq!((h.as_str(), c[0]), ("set_state", 0));
+    assert_eq!(c[3], ssthresh_before.max(cwnd_at_rto * 3 / 4));
+    // The trace replays exactly, undo_cwnd rows included.
+    let report = kleinrock_trace::replay(&path, "reno".parse().unwrap(), 250, &mut |_| {}).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert!(report.agrees(), "{report}");
+    assert!(report.per_hook.contains_key("undo_cwnd"));
+}
+
+#[test]
+fn real_losses_are_not_undone() {
+    // A single drop (fast recovery) and a burst that times out: the
+    // retransmissions repair real holes, no D-SACK comes back.
+    for (drops, recoveries, rtos) in [(vec![200], 1, 0), ((60..=101).collect(), 0, 2)] {
+        let path = std::env::temp_dir().join(format!(
+            "kleinrock-real-loss-{}-{rtos}.csv",
+            std::process::id()
+        ));
+        let mut f = flow("reno", 40);
+        f.trace = Some(path.clone());
+        f.size_segments = Some(if rtos > 0 { 100 } else { 400 });
+        let r = run(with_loss(dumbbell(10_000_000, 1000, 0, 10, vec![f]), drops));
+        assert_eq!((r.flows[0].recoveries, r.flows[0].rtos), (recoveries, rtos));
+        let rows = trace_rows(&path, &["arg_u"]);
+        std::fs::remove_file(&path).ok();
+        assert!(rows.iter().all(|(h, _)| h != "undo_cwnd"));
+    }
+}

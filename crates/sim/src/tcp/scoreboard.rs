@@ -287,6 +287,19 @@ impl Scoreboard {
         true
     }
 
+    /// Clears every loss mark (`tcp_undo_cwnd_reduction()` undoing an
+    /// RTO or a partial recovery): the segments are in flight after all.
+    /// Retransmissions stay in flight beside their originals.
+    pub fn unmark_lost(&mut self) {
+        if self.lost_out == 0 {
+            return;
+        }
+        for seq in self.una..self.nxt() {
+            self.get_mut(seq).flags &= !LOST;
+        }
+        self.lost_out = 0;
+    }
+
     /// Records a retransmission of `seq` at `tx_us`.
     pub fn mark_retransmitted(&mut self, seq: u32, tx_us: u64, stamp: TxStamp) {
         if !self.tsorted_listed {

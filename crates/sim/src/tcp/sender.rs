@@ -27,6 +27,7 @@ use super::rack::Rack;
 use super::rate::RateSampler;
 use super::rtt::{RttEstimator, RTO_MAX_US, RTO_MIN_US};
 use super::scoreboard::{Scoreboard, Seg, EVER_RETRANS, LOST, RETRANS, SACKED};
+use super::undo::Undo;
 use crate::packet::{Ecn, Packet, Wire};
 use crate::time::{Time, SEC, US};
 
@@ -38,6 +39,14 @@ pub const FLAG_DATA_ACKED: u32 = 0x04;
 pub const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
 pub const FLAG_DATA_SACKED: u32 = 0x20;
 pub const FLAG_ECE: u32 = 0x40;
+/// Never-retransmitted data below `high_seq` was ACKed or SACKed.
+const FLAG_ORIG_SACK_ACKED: u32 = 0x200;
+/// The ACK carried a D-SACK that was believed.
+const FLAG_DSACKING_ACK: u32 = 0x800;
+/// The flags this simulator passes to `cong_control`; the others only
+/// steer loss recovery.
+const CONG_CONTROL_FLAGS: u32 =
+    FLAG_DATA_ACKED | FLAG_SND_UNA_ADVANCED | FLAG_DATA_SACKED | FLAG_ECE;
 
 /// The parts of `block` outside every (disjoint, sorted) `cached` range,
 /// written to `out`; returns how many.
@@ -121,6 +130,8 @@ pub struct SenderStats {
     pub tlps: u64,
     pub recoveries: u64,
     pub delivered: u64,
+    /// Reductions undone (not in the results: for tests).
+    pub undos: u64,
 }
 
 /// Where hook calls go: straight to the algorithm, or through a recorder.
@@ -140,6 +151,9 @@ pub struct Sender {
     pub rate: RateSampler,
     rack: Rack,
     prr: Prr,
+    undo: Undo,
+    /// F-RTO is sending new data only (`REXMIT_NEW`).
+    hold_retransmits: bool,
     /// `high_seq` in segments.
     high_seq: u32,
     tlp_high_seq: Option<u32>,
@@ -198,6 +212,8 @@ impl Sender {
             rate: RateSampler::default(),
             rack: Rack::default(),
             prr: Prr::default(),
+            undo: Undo::default(),
+            hold_retransmits: false,
             high_seq: 0,
             tlp_high_seq: None,
             tlp_retrans: false,
@@ -377,8 +393,9 @@ impl Sender {
 
     // ---- transmission -------------------------------------------------
 
-    /// `tcp_write_xmit()`: retransmissions first, then new data, while the
-    /// window (and the pacing clock) allows.
+    /// `tcp_xmit_retransmit_queue()` then `tcp_write_xmit()`:
+    /// retransmissions first (unless F-RTO holds them), then new data,
+    /// while the window (and the pacing clock) allows.
     fn write_xmit(&mut self, now: Time, out: &mut impl Wire) {
         let mut sent = 0u32;
         let mut cwnd_limited = false;
@@ -392,9 +409,10 @@ impl Sender {
             if self.paced() && now < self.next_send {
                 break;
             }
+            // The hold is read only when something is lost.
             match self.sb.next_to_retransmit() {
-                Some(s) => self.retransmit(now, s, out),
-                None => {
+                Some(s) if !self.hold_retransmits => self.retransmit(now, s, out),
+                _ => {
                     if !self.has_new_data() || self.sb.packets_out() >= self.cfg.rwnd_segments {
                         self.drained = true;
                         break;
@@ -505,13 +523,23 @@ impl Sender {
         self.call(Hook::CwndEvent(CaEvent::TxStart));
     }
 
+    /// `tcp_retransmit_skb()`: a retransmission of loss recovery, which
+    /// undo must see D-SACKed (or the episode's first, for its stamp).
     fn retransmit(&mut self, now: Time, seq: u32, out: &mut impl Wire) {
+        self.resend(now, seq, out);
+        self.undo.on_retransmit(now / US);
+    }
+
+    /// `__tcp_retransmit_skb()`: sends `seq` again (a loss probe calls
+    /// it directly).
+    fn resend(&mut self, now: Time, seq: u32, out: &mut impl Wire) {
         let now_us = now / US;
         let stamp = self.rate.on_send(now_us, self.sb.packets_out());
         self.sb.mark_retransmitted(seq, now_us, stamp);
         out.send(self.packet(seq, true));
         self.stats.segments_sent += 1;
         self.stats.retransmits += 1;
+        self.undo.count_retransmission();
     }
 
     /// `tcp_cwnd_validate()`: remember whether the last window was
@@ -639,10 +667,15 @@ impl Sender {
         }
         self.sync(now);
         if reduce {
+            self.undo.prior_ssthresh = self.sk.current_ssthresh();
             self.sk.prior_cwnd = self.sk.snd_cwnd;
             self.sk.snd_ssthresh = self.call(Hook::Ssthresh);
             self.call(Hook::CwndEvent(CaEvent::Loss));
+            self.init_undo();
         }
+        // F-RTO (RFC 5682 3.1 step 1) checks a timeout that starts an
+        // episode, or recurs on the same snd_una (3.2).
+        self.undo.frto = state < CaState::Recovery || self.retransmits_in_row > 0;
         self.sk.snd_cwnd = self.sb.in_flight() + 1;
         self.sk.snd_cwnd_cnt = 0;
         self.sk.snd_cwnd_stamp = self.sk.jiffies;
@@ -677,7 +710,7 @@ impl Sender {
                 let last = self.sb.nxt() - 1;
                 let s = *self.sb.get(last);
                 if !s.has(SACKED) && !s.has(RETRANS) {
-                    self.retransmit(now, last, out);
+                    self.resend(now, last, out);
                     self.tlp_retrans = true;
                     true
                 } else {
@@ -700,7 +733,7 @@ impl Sender {
         if self.sb.lost_out > prior_lost
             && matches!(self.sk.icsk_ca_state, CaState::Open | CaState::Disorder)
         {
-            self.enter_recovery();
+            self.enter_recovery(false);
         }
         self.write_xmit(now, out);
         if self.timer.is_none() {
@@ -756,6 +789,7 @@ impl Sender {
     /// `cong_avoid`): the socket fields are done; reset the core's own
     /// reduction state as `tcp_init_cwnd_reduction()` would have.
     fn adopt_cwr_from_hook(&mut self) {
+        self.undo.forbid();
         self.high_seq = self.sb.nxt();
         self.tlp_high_seq = None;
         self.prr = Prr::default();
@@ -774,20 +808,86 @@ impl Sender {
         if self.cc.has_cong_control() {
             return;
         }
-        if self.sk.snd_ssthresh < TCP_INFINITE_SSTHRESH {
+        // Unless the reduction was undone.
+        if self.sk.snd_ssthresh < TCP_INFINITE_SSTHRESH
+            && (self.sk.icsk_ca_state == CaState::Cwr || self.undo.is_marked())
+        {
             self.sk.snd_cwnd = self.sk.snd_ssthresh;
             self.sk.snd_cwnd_stamp = self.sk.jiffies;
         }
         self.call(Hook::CwndEvent(CaEvent::CompleteCwr));
     }
 
-    /// `tcp_enter_recovery()`.
-    fn enter_recovery(&mut self) {
+    /// `tcp_init_undo()`: a loss probe still in flight may be D-SACKed too.
+    fn init_undo(&mut self) {
+        let probe = self.tlp_high_seq.is_some() && self.tlp_retrans;
+        self.undo.init(self.sb.una, self.sb.retrans_out, probe);
+    }
+
+    /// `tcp_any_retrans_done()`: a retransmission in flight, or the head
+    /// ever retransmitted.
+    fn any_retrans_done(&self) -> bool {
+        self.sb.retrans_out > 0
+            || (self.sb.packets_out() > 0 && self.sb.get(self.sb.una).has(EVER_RETRANS))
+    }
+
+    /// `tcp_retrans_stamp_cleanup()`.
+    fn retrans_stamp_cleanup(&mut self) {
+        if !self.any_retrans_done() {
+            self.undo.clear_stamp();
+        }
+    }
+
+    /// `tcp_enter_recovery()`: the fast retransmit starts the episode's
+    /// clock; an ECE reduction is never undone.
+    fn enter_recovery(&mut self, ece: bool) {
+        self.retrans_stamp_cleanup();
+        self.undo.prior_ssthresh = 0;
+        self.init_undo();
         if !self.in_cwnd_reduction() {
+            if !ece {
+                self.undo.prior_ssthresh = self.sk.current_ssthresh();
+            }
             self.init_cwnd_reduction();
         }
         self.stats.recoveries += 1;
         self.set_state(CaState::Recovery);
+    }
+
+    /// `tcp_check_dsack()`, `tcp_dsack_seen()` and the D-SACK accounting
+    /// of `tcp_sacktag_one()`: is the ACK's first block a D-SACK (below
+    /// the cumulative ACK, or inside the next block), and which
+    /// retransmissions does it show needless? Runs before the cumulative
+    /// ACK is processed: `sb.una` is still `prior_snd_una`.
+    #[cold]
+    fn check_dsack(&mut self, ack: &Packet) -> bool {
+        let blocks = ack.sack_blocks();
+        let (start, end) = blocks[0];
+        let inside_next = blocks
+            .get(1)
+            .is_some_and(|&(s1, e1)| start >= s1 && end <= e1);
+        if !(start < ack.seq || inside_next) || end <= start {
+            return false;
+        }
+        let max_window = self.cfg.rwnd_segments;
+        if !self.undo.dsack_seen(end - start, max_window) {
+            return false;
+        }
+        let prior_una = self.sb.una;
+        if end <= prior_una {
+            // Data already ACKed: count the whole block.
+            self.undo.on_dsacked(end, end - start);
+        } else if self
+            .undo
+            .dsack_block_valid(start, end, ack.seq, self.sb.nxt(), max_window)
+        {
+            for seq in start.max(prior_una)..end {
+                if self.sb.get(seq).has(EVER_RETRANS) {
+                    self.undo.on_dsacked(seq + 1, 1);
+                }
+            }
+        }
+        true
     }
 
     /// `tcp_sacktag_write_queue()`: marks newly SACKed segments, blocks in
@@ -802,6 +902,9 @@ impl Sender {
         sackt: &mut Option<(u64, u64)>,
         flag: &mut u32,
     ) {
+        if ack.dsack && self.check_dsack(ack) {
+            *flag |= FLAG_DSACKING_ACK;
+        }
         let mut blocks = [(0u32, 0u32); crate::packet::MAX_SACK_BLOCKS];
         let mut nblocks = 0;
         for (i, &b) in ack.sack_blocks().iter().enumerate() {
@@ -850,6 +953,9 @@ impl Sender {
                 if !retrans {
                     let first = sackt.map_or(s.tx_us, |(f, _)| f);
                     *sackt = Some((first, s.tx_us));
+                    if seq < self.high_seq {
+                        *flag |= FLAG_ORIG_SACK_ACKED;
+                    }
                 }
                 *flag |= FLAG_DATA_SACKED;
             }
@@ -901,6 +1007,9 @@ impl Sender {
         // Cumulative ACK: tcp_clean_rtx_queue().
         let mut acked_pkts = 0u32;
         let mut any_retrans_acked = false;
+        if self.undo.frto {
+            flag |= self.orig_acked(cum);
+        }
         while self.sb.una < cum {
             let seq = self.sb.una;
             let s = self.sb.pop();
@@ -996,9 +1105,9 @@ impl Sender {
             || flag & (FLAG_DATA_SACKED | FLAG_ECE) != 0
             || ack.dsack
             || self.sk.icsk_ca_state != CaState::Open;
-        if dubious {
-            self.fastretrans_alert(now, ece);
-        }
+        // A duplicate: nothing ACKed, no window update, no D-SACK.
+        let dupack = cum == prior_una && flag & FLAG_DSACKING_ACK == 0;
+        let frto_new = dubious && self.fastretrans_alert(now, ece, flag, dupack);
 
         self.stats.delivered += delivered as u64;
         self.rate
@@ -1023,7 +1132,7 @@ impl Sender {
             },
             "the socket fell out of sync during an ACK"
         );
-        self.cong_control(cum, flag, delivered, &rs);
+        self.cong_control(cum, flag & CONG_CONTROL_FLAGS, delivered, &rs);
         if self
             .cfg
             .limit_segments
@@ -1033,12 +1142,46 @@ impl Sender {
             self.done_at = Some(now);
             self.timer = None;
         }
-        self.write_xmit(now, out);
+        if frto_new {
+            self.frto_xmit(now, out);
+        } else {
+            self.write_xmit(now, out);
+        }
         if let (Some(packets_out), Some((DEADLINE_LATER, TimerKind::LossProbe))) =
             (probe_from, self.timer)
         {
             let at = self.loss_probe_deadline(now, true, packets_out);
             self.timer = Some((at, TimerKind::LossProbe));
+        }
+    }
+
+    /// `tcp_clean_rtx_queue()`'s FLAG_ORIG_SACK_ACKED: does the cumulative
+    /// ACK up to `cum` cover a segment below `high_seq` that was never
+    /// retransmitted nor SACKed? Only F-RTO reads it, so it is computed
+    /// only then, before the segments leave the scoreboard.
+    #[cold]
+    fn orig_acked(&self, cum: u32) -> u32 {
+        let orig = (self.sb.una..cum.min(self.high_seq))
+            .any(|seq| self.sb.get(seq).flags & (EVER_RETRANS | SACKED) == 0);
+        if orig {
+            FLAG_ORIG_SACK_ACKED
+        } else {
+            0
+        }
+    }
+
+    /// `tcp_xmit_recovery()` with `REXMIT_NEW` (F-RTO step 2.b): new
+    /// data, and retransmissions only if none could go. Rare, so kept out
+    /// of the ACK path.
+    #[cold]
+    #[inline(never)]
+    fn frto_xmit(&mut self, now: Time, out: &mut impl Wire) {
+        self.hold_retransmits = true;
+        self.write_xmit(now, out);
+        self.hold_retransmits = false;
+        if self.sb.nxt() <= self.high_seq {
+            self.undo.frto = false;
+            self.write_xmit(now, out);
         }
     }
 
@@ -1068,9 +1211,7 @@ impl Sender {
     /// `tcp_try_keep_open()`: back to Open, or Disorder while SACKed, lost
     /// or retransmitted segments are outstanding.
     fn try_keep_open(&mut self) {
-        let any_retrans = self.sb.retrans_out > 0
-            || (self.sb.packets_out() > 0 && self.sb.get(self.sb.una).has(EVER_RETRANS));
-        let state = if self.sb.sacked_out + self.sb.lost_out > 0 || any_retrans {
+        let state = if self.sb.sacked_out + self.sb.lost_out > 0 || self.any_retrans_done() {
             CaState::Disorder
         } else {
             CaState::Open
@@ -1083,35 +1224,67 @@ impl Sender {
     }
 
     /// `tcp_fastretrans_alert()`, reduced to RACK-based detection.
-    fn fastretrans_alert(&mut self, now: Time, ece: bool) {
+    /// Returns true when F-RTO asks for new data instead of
+    /// retransmissions (`REXMIT_NEW`).
+    fn fastretrans_alert(&mut self, now: Time, ece: bool, flag: u32, dupack: bool) -> bool {
+        if ece {
+            // ECE proves the congestion: no undo restores cwnd.
+            self.undo.prior_ssthresh = 0;
+        }
         // State exits: high_seq fully ACKed.
-        if self.sk.icsk_ca_state != CaState::Open && self.sb.una >= self.high_seq {
-            match self.sk.icsk_ca_state {
+        let entry = self.sk.icsk_ca_state;
+        if entry == CaState::Open {
+            self.undo.clear_stamp();
+        } else if self.sb.una >= self.high_seq {
+            match entry {
                 CaState::Cwr if self.sb.una != self.high_seq => {
                     self.end_cwnd_reduction();
                     self.set_state(CaState::Open);
                 }
                 CaState::Recovery => {
-                    self.set_state(CaState::Open);
+                    self.try_undo_recovery();
                     self.end_cwnd_reduction();
-                }
-                CaState::Loss => {
-                    self.set_state(CaState::Open);
                 }
                 _ => {}
             }
         }
-        if ece && matches!(self.sk.icsk_ca_state, CaState::Open | CaState::Disorder) {
-            // tcp_enter_cwr(): one reduction per window of ECN echoes.
-            self.init_cwnd_reduction();
-            self.set_state(CaState::Cwr);
+        let mut frto_new = false;
+        let in_recovery = self.sk.icsk_ca_state == CaState::Recovery;
+        match self.sk.icsk_ca_state {
+            CaState::Recovery => {
+                if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial() {
+                    return false;
+                }
+                if self.try_undo_dsack() {
+                    self.try_to_open(ece);
+                }
+            }
+            CaState::Loss => frto_new = self.process_loss(flag, dupack),
+            CaState::Open | CaState::Disorder => {
+                self.try_undo_dsack();
+            }
+            CaState::Cwr => {}
+        }
+        // (After an undo in Recovery, tcp_try_to_open() has seen the ECE.)
+        if ece && !in_recovery && matches!(self.sk.icsk_ca_state, CaState::Open | CaState::Disorder)
+        {
+            // One reduction per window of ECN echoes.
+            self.enter_cwr();
         }
         self.rack_mark_lost(now);
         match self.sk.icsk_ca_state {
+            // Recovery undone: a new episode only if loss is evident.
+            CaState::Open | CaState::Disorder | CaState::Cwr
+                if in_recovery && self.sb.lost_out > 0 =>
+            {
+                self.enter_recovery(ece)
+            }
+            _ if in_recovery => {}
             CaState::Open | CaState::Disorder => {
                 if self.sb.lost_out > 0 {
-                    self.enter_recovery();
+                    self.enter_recovery(ece);
                 } else {
+                    self.retrans_stamp_cleanup();
                     let want = if self.sb.sacked_out > 0 || self.sb.retrans_out > 0 {
                         CaState::Disorder
                     } else {
@@ -1122,9 +1295,150 @@ impl Sender {
                     }
                 }
             }
-            CaState::Cwr if self.sb.lost_out > 0 => self.enter_recovery(),
+            CaState::Cwr if self.sb.lost_out > 0 => self.enter_recovery(ece),
             _ => {}
         }
+        frto_new
+    }
+
+    /// `tcp_enter_cwr()`: a reduction that is never undone.
+    fn enter_cwr(&mut self) {
+        self.undo.forbid();
+        if self.sk.icsk_ca_state < CaState::Cwr {
+            self.init_cwnd_reduction();
+            self.set_state(CaState::Cwr);
+        }
+    }
+
+    /// `tcp_try_to_open()`, after an undo in Recovery.
+    fn try_to_open(&mut self, ece: bool) {
+        self.retrans_stamp_cleanup();
+        if ece {
+            self.enter_cwr();
+        }
+        if self.sk.icsk_ca_state != CaState::Cwr {
+            self.try_keep_open();
+        }
+    }
+
+    /// `tcp_undo_cwnd_reduction()`: the algorithm restores cwnd
+    /// (`undo_cwnd`) and ssthresh returns to what it was, unless ECN
+    /// forbade it; after an RTO or a partial undo the segments marked
+    /// lost are in flight after all.
+    fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
+        if unmark_loss {
+            self.sb.unmark_lost();
+            self.sync_losses();
+        }
+        if self.undo.prior_ssthresh != 0 {
+            self.sk.snd_cwnd = self.call(Hook::UndoCwnd);
+            if self.undo.prior_ssthresh > self.sk.snd_ssthresh {
+                self.sk.snd_ssthresh = self.undo.prior_ssthresh;
+                // tcp_ecn_withdraw_cwr()
+                self.ecn_cwr_pending = false;
+                self.sk.ecn_flags &= !TCP_ECN_QUEUE_CWR;
+            }
+        }
+        self.sk.snd_cwnd_stamp = self.sk.jiffies;
+        self.undo.undone();
+        // Have RACK look at the segments again.
+        self.rack.advanced = true;
+        self.stats.undos += 1;
+    }
+
+    /// `tcp_try_undo_recovery()`: at the end of Recovery or Loss, undo if
+    /// every retransmission was needless; back to Open either way.
+    /// (`tp->rack.reo_wnd_persist` is not kept: RACK's window does not
+    /// adapt here.)
+    fn try_undo_recovery(&mut self) {
+        if self.undo.may_undo() {
+            self.undo_cwnd_reduction(false);
+        }
+        self.set_state(CaState::Open);
+    }
+
+    /// `tcp_try_undo_dsack()`: D-SACKs covered every retransmission.
+    fn try_undo_dsack(&mut self) -> bool {
+        if self.undo.all_dsacked() {
+            self.undo_cwnd_reduction(false);
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_try_undo_partial()`: a partial ACK in Recovery before any
+    /// retransmission was sent: the hole was filled by a delayed segment.
+    /// True while retransmissions are still out: stop processing the ACK
+    /// (clock out new data, mark nothing more lost).
+    fn try_undo_partial(&mut self) -> bool {
+        if self.undo.is_marked() && self.undo.packet_delayed() {
+            if self.sb.retrans_out > 0 {
+                return true;
+            }
+            self.retrans_stamp_cleanup();
+            self.undo_cwnd_reduction(true);
+            self.try_keep_open();
+        }
+        false
+    }
+
+    /// `tcp_try_undo_loss()`: undo an RTO's reduction, on a partial ACK
+    /// if `tcp_may_undo()`, or because F-RTO found it spurious.
+    fn try_undo_loss(&mut self, frto_undo: bool) -> bool {
+        if frto_undo || self.undo.may_undo() {
+            self.undo_cwnd_reduction(true);
+            self.retransmits_in_row = 0;
+            self.set_state(CaState::Open);
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_process_loss()` with F-RTO (RFC 5682 3.1, SACK-enhanced):
+    /// after an RTO's retransmission is ACKed, send new data; if the next
+    /// ACK covers data never retransmitted, the timeout was spurious.
+    /// Returns true to send new data instead of retransmissions.
+    fn process_loss(&mut self, flag: u32, dupack: bool) -> bool {
+        let new = self.frto_process_loss(flag, dupack);
+        if self.sk.icsk_ca_state != CaState::Loss {
+            // The kernel leaves tp->frto set, to be read only in Loss;
+            // cleared here, it says "in Loss and checking" by itself.
+            self.undo.frto = false;
+        }
+        new
+    }
+
+    fn frto_process_loss(&mut self, flag: u32, dupack: bool) -> bool {
+        let recovered = self.sb.una >= self.high_seq;
+        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(false) {
+            return false;
+        }
+        if self.undo.frto {
+            // Step 3.b: not everything was lost.
+            if flag & FLAG_ORIG_SACK_ACKED != 0 && self.try_undo_loss(true) {
+                return false;
+            }
+            if self.sb.nxt() > self.high_seq {
+                // Step 3.a: the new data was SACKed or dup-ACKed, the
+                // loss was real.
+                if flag & FLAG_DATA_SACKED != 0 || dupack {
+                    self.undo.frto = false;
+                }
+            } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
+                self.high_seq = self.sb.nxt();
+                self.sync_seq();
+                // Step 2.b: new data if the window allows, else fall back
+                // to conventional recovery.
+                if self.has_new_data() && self.sb.packets_out() < self.cfg.rwnd_segments {
+                    return true;
+                }
+                self.undo.frto = false;
+            }
+        }
+        if recovered {
+            self.try_undo_recovery();
+        }
+        false
     }
 
     /// `tcp_cong_control()`.
@@ -1188,7 +1502,9 @@ impl Sender {
 
 #[cfg(test)]
 mod tests {
-    use super::uncovered;
+    use super::*;
+    use crate::time::MS;
+    use std::path::{Path, PathBuf};
 
     fn pieces(block: (u32, u32), cached: &[(u32, u32)]) -> Vec<(u32, u32)> {
         let mut out = [(0, 0); 8];
@@ -1210,5 +1526,226 @@ mod tests {
         );
         // Disjoint cache entries change nothing.
         assert_eq!(pieces((5, 10), &[(0, 5), (10, 12)]), [(5, 10)]);
+    }
+
+    fn reno(trace: Option<&Path>) -> Sender {
+        let cc: Algorithm = "reno".parse().unwrap();
+        let recorder = trace.map(|p| Recorder::create(p, &cc).unwrap());
+        let cfg = SenderConfig {
+            mss: 1000,
+            init_cwnd: 10,
+            hz: 1000,
+            pace_all: false,
+            ecn: false,
+            limit_segments: None,
+            rwnd_segments: 1 << 20,
+            slow_start_after_idle: false,
+            seed: 1,
+        };
+        Sender::new(0, cc, cfg, recorder)
+    }
+
+    fn ack(cum: u32, blocks: &[(u32, u32)], dsack: bool) -> Packet {
+        let mut p = Packet::ack(0, cum, HEADER_BYTES);
+        p.sack[..blocks.len()].copy_from_slice(blocks);
+        p.nsack = blocks.len() as u8;
+        p.dsack = dsack;
+        p
+    }
+
+    fn seqs(out: &[Packet]) -> Vec<u32> {
+        out.iter().map(|p| p.seq).collect()
+    }
+
+    fn trace_path(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("kleinrock-undo-{name}-{}.csv", std::process::id()))
+    }
+
+    /// The hooks a recorded sender called, in order.
+    fn hooks(s: &mut Sender, path: &Path) -> Vec<String> {
+        s.take_recorder().unwrap().finish().unwrap();
+        let mut r = kleinrock_trace::read::TraceReader::open(path).unwrap();
+        let hook = r.column("hook").unwrap();
+        let mut names = Vec::new();
+        while r.next_row().unwrap().is_some() {
+            names.push(r.text(hook).to_string());
+        }
+        std::fs::remove_file(path).ok();
+        names
+    }
+
+    /// Ten segments out at 0; at 40 ms segments 0-1 are ACKed (cwnd 12,
+    /// segments 10-13 sent); then nothing until the loss probe (new
+    /// segment 14) and the RTO, which retransmits segment 2 with cwnd 1.
+    fn until_rto(s: &mut Sender) -> Time {
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        assert_eq!(seqs(&out), (0..10).collect::<Vec<_>>());
+        out.clear();
+        s.on_ack(40 * MS, &ack(2, &[], false), &mut out);
+        assert_eq!((s.sk.snd_cwnd, seqs(&out)), (12, vec![10, 11, 12, 13]));
+        loop {
+            out.clear();
+            let t = s.next_wakeup().unwrap();
+            s.on_timer(t, &mut out);
+            if s.stats.rtos == 1 {
+                assert_eq!((s.stats.tlps, seqs(&out)), (1, vec![2]));
+                assert_eq!((s.sk.snd_cwnd, s.sk.snd_ssthresh), (1, 6));
+                assert_eq!(s.sk.icsk_ca_state, CaState::Loss);
+                return t;
+            }
+        }
+    }
+
+    #[test]
+    fn f_rto_undoes_a_timeout_whose_originals_were_only_delayed() {
+        let path = trace_path("frto");
+        let mut s = reno(Some(&path));
+        let rto = until_rto(&mut s);
+        // The originals of 2 and 3 arrive: the ACK covers segment 3,
+        // never retransmitted (RFC 5682 3.1 step 3.b).
+        let mut out = Vec::new();
+        s.on_ack(rto + 5 * MS, &ack(4, &[], false), &mut out);
+        assert_eq!(s.stats.undos, 1);
+        assert_eq!(s.sk.icsk_ca_state, CaState::Open);
+        assert_eq!((s.sb.lost_out, s.retransmits_in_row), (0, 0));
+        // tcp_reno_undo_cwnd(): max(cwnd 1, prior_cwnd 12); ssthresh back
+        // to tcp_current_ssthresh() before the RTO, still infinite in
+        // slow start; then slow start adds the two segments ACKed.
+        assert_eq!(
+            (s.sk.snd_cwnd, s.sk.snd_ssthresh),
+            (14, TCP_INFINITE_SSTHRESH)
+        );
+        // Nothing more is retransmitted: new data fills the window
+        // (11 in flight, 14 allowed).
+        assert_eq!(seqs(&out), vec![15, 16, 17]);
+        let h = hooks(&mut s, &path);
+        let at = h.iter().position(|n| n == "undo_cwnd").unwrap();
+        assert_eq!(
+            h[at - 2..],
+            [
+                "pkts_acked",
+                "in_ack_event",
+                "undo_cwnd",
+                "set_state",
+                "cong_avoid"
+            ]
+        );
+        assert_eq!(h.iter().filter(|n| *n == "undo_cwnd").count(), 1);
+    }
+
+    #[test]
+    fn f_rto_sends_new_data_then_keeps_a_real_loss() {
+        let mut s = reno(None);
+        let rto = until_rto(&mut s);
+        // Only the retransmission of 2 arrives (step 2.b): new data, not
+        // retransmissions, with the slow-start cwnd of 2.
+        let mut out = Vec::new();
+        s.on_ack(rto + 40 * MS, &ack(3, &[], false), &mut out);
+        assert_eq!((s.sk.snd_cwnd, seqs(&out)), (2, vec![15, 16]));
+        assert!(s.undo.frto);
+        // The new data is SACKed over the hole at 3: the loss was real
+        // (step 3.a); recovery goes on with retransmissions.
+        out.clear();
+        s.on_ack(rto + 80 * MS, &ack(3, &[(15, 16)], false), &mut out);
+        assert!(!s.undo.frto);
+        assert_eq!(s.sk.icsk_ca_state, CaState::Loss);
+        assert_eq!((s.stats.undos, s.sk.snd_ssthresh), (0, 6));
+        assert_eq!(seqs(&out), vec![3]);
+        // Its ACK: una advances, but a retransmission is what arrived.
+        out.clear();
+        s.on_ack(rto + 120 * MS, &ack(4, &[(15, 16)], false), &mut out);
+        assert_eq!((s.stats.undos, s.sk.icsk_ca_state), (0, CaState::Loss));
+    }
+
+    /// Ten segments out at 0; at 40 ms 1-3 are SACKed: RACK marks 0
+    /// lost, Recovery (ssthresh 5, prior cwnd 10) retransmits it and
+    /// PRR sends new segment 10.
+    fn into_recovery(s: &mut Sender) {
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        out.clear();
+        s.on_ack(40 * MS, &ack(0, &[(1, 4)], false), &mut out);
+        assert_eq!(s.sk.icsk_ca_state, CaState::Recovery);
+        assert_eq!((s.sk.snd_ssthresh, s.sk.prior_cwnd), (5, 10));
+        assert_eq!((s.sk.snd_cwnd, seqs(&out)), (8, vec![0, 10]));
+    }
+
+    #[test]
+    fn a_recovery_whose_retransmission_is_d_sacked_is_undone() {
+        let path = trace_path("dsack");
+        let mut s = reno(Some(&path));
+        into_recovery(&mut s);
+        // The original of 0 arrived after all: the ACK of 0-9 reports the
+        // retransmission as a duplicate.
+        let mut out = Vec::new();
+        s.on_ack(60 * MS, &ack(10, &[(0, 1)], true), &mut out);
+        assert_eq!(s.stats.undos, 1);
+        assert_eq!(s.sk.icsk_ca_state, CaState::Open);
+        // cwnd max(PRR's 8, prior 10), ssthresh infinite again; then slow
+        // start over the 7 segments newly delivered.
+        assert_eq!(
+            (s.sk.snd_cwnd, s.sk.snd_ssthresh),
+            (17, TCP_INFINITE_SSTHRESH)
+        );
+        let h = hooks(&mut s, &path);
+        let at = h.iter().position(|n| n == "undo_cwnd").unwrap();
+        // tcp_try_undo_recovery() then tcp_end_cwnd_reduction(), which
+        // leaves the undone cwnd alone.
+        assert_eq!(
+            h[at..],
+            ["undo_cwnd", "set_state", "cwnd_event", "cong_avoid"]
+        );
+    }
+
+    #[test]
+    fn without_the_d_sack_the_recovery_ends_at_ssthresh() {
+        let mut s = reno(None);
+        into_recovery(&mut s);
+        let mut out = Vec::new();
+        s.on_ack(60 * MS, &ack(10, &[], false), &mut out);
+        assert_eq!((s.stats.undos, s.sk.icsk_ca_state), (0, CaState::Open));
+        // cwnd = ssthresh 5, then congestion avoidance: 7 ACKed over a
+        // window of 5 adds one.
+        assert_eq!((s.sk.snd_cwnd, s.sk.snd_ssthresh), (6, 5));
+        // A D-SACK arriving after the episode still undoes it
+        // (tcp_try_undo_dsack() in Open): cwnd back to prior_cwnd.
+        s.on_ack(70 * MS, &ack(10, &[(0, 1)], true), &mut out);
+        assert_eq!(s.stats.undos, 1);
+        assert_eq!(
+            (s.sk.snd_cwnd, s.sk.snd_ssthresh),
+            (10, TCP_INFINITE_SSTHRESH)
+        );
+        // Only one D-SACK per retransmission is believed: nothing more.
+        s.on_ack(80 * MS, &ack(10, &[(0, 1)], true), &mut out);
+        assert_eq!(s.stats.undos, 1);
+    }
+
+    #[test]
+    fn a_d_sack_of_data_never_retransmitted_in_the_episode_does_not_count() {
+        let mut s = reno(None);
+        into_recovery(&mut s);
+        let mut out = Vec::new();
+        // A D-SACK of segment 5 (never retransmitted) is not one of the
+        // episode's retransmissions; the recovery ends at ssthresh.
+        s.on_ack(60 * MS, &ack(10, &[(5, 6)], true), &mut out);
+        assert_eq!((s.stats.undos, s.sk.snd_ssthresh), (0, 5));
+    }
+
+    #[test]
+    fn ece_forbids_restoring_cwnd() {
+        let mut s = reno(None);
+        into_recovery(&mut s);
+        let mut out = Vec::new();
+        let mut a = ack(10, &[(0, 1)], true);
+        a.ece = true;
+        s.cfg.ecn = true;
+        s.on_ack(60 * MS, &a, &mut out);
+        // Undone (the marker is gone) but with prior_ssthresh 0: no
+        // undo_cwnd, cwnd stays at PRR's 8 and ssthresh is not restored;
+        // then the ECE itself starts a CWR from there (ssthresh 8 / 2).
+        assert_eq!(s.stats.undos, 1);
+        assert_eq!(s.sk.icsk_ca_state, CaState::Cwr);
+        assert_eq!((s.sk.prior_cwnd, s.sk.snd_ssthresh), (8, 4));
     }
 }
