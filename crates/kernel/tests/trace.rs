@@ -155,10 +155,6 @@ impl Drop for Loaded {
     }
 }
 
-/// CDG's default `backoff_beta`: a backoff's threshold is
-/// `max(2, cwnd * 724 >> 10)`.
-const CDG_BACKOFF_BETA: u32 = 724;
-
 /// What a kr_cdg trace shows of the port's own CWR.
 #[derive(Debug, Default)]
 struct OwnCwr {
@@ -185,6 +181,9 @@ fn own_cwr_edges(path: &Path) -> OwnCwr {
         "post_snd_ssthresh",
     ]
     .map(|c| col(&t, c));
+    // The default instance's: a backoff's threshold is
+    // `max(2, cwnd * backoff_beta >> 10)`.
+    let beta = i128::from(kleinrock_cc::cdg::CdgParams::default().backoff_beta);
     let mut seen = OwnCwr::default();
     while let Some(row) = t.next_row().unwrap() {
         let c = t.cells();
@@ -192,7 +191,7 @@ fn own_cwr_edges(path: &Path) -> OwnCwr {
             (Some(0), Some(1)) => {
                 assert_eq!(t.text(hook), "cong_avoid", "row {}", row.index);
                 let before = c[pre_cwnd].unwrap();
-                let threshold = ((before * i128::from(CDG_BACKOFF_BETA)) >> 10).max(2);
+                let threshold = ((before * beta) >> 10).max(2);
                 assert_eq!(c[ssthresh], Some(threshold), "row {}: ssthresh", row.index);
                 assert_eq!(
                     c[cwnd],
