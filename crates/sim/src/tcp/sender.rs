@@ -539,7 +539,6 @@ impl Sender {
         out.send(self.packet(seq, true));
         self.stats.segments_sent += 1;
         self.stats.retransmits += 1;
-        self.undo.count_retransmission();
     }
 
     /// `tcp_cwnd_validate()`: remember whether the last window was
@@ -870,7 +869,10 @@ impl Sender {
             return false;
         }
         let max_window = self.cfg.rwnd_segments;
-        if !self.undo.dsack_seen(end - start, max_window) {
+        if !self
+            .undo
+            .dsack_seen(end - start, max_window, self.stats.retransmits)
+        {
             return false;
         }
         let prior_una = self.sb.una;

@@ -28,10 +28,10 @@ pub struct Undo {
     pub prior_ssthresh: u32,
     /// `tp->frto`: the RTO episode is being checked by F-RTO.
     pub frto: bool,
-    /// `tp->dsack_dups` and `tp->total_retrans`: D-SACKed segments are
-    /// believed only while they do not outnumber the retransmissions.
-    dsack_dups: u32,
-    total_retrans: u32,
+    /// `tp->dsack_dups`: D-SACKed segments are believed only while they
+    /// do not outnumber the retransmissions (`tp->total_retrans`, the
+    /// sender's count).
+    dsack_dups: u64,
 }
 
 impl Undo {
@@ -60,11 +60,6 @@ impl Undo {
         self.marker.is_some()
     }
 
-    /// `__tcp_retransmit_skb()`: every retransmission, loss probes too.
-    pub fn count_retransmission(&mut self) {
-        self.total_retrans = self.total_retrans.wrapping_add(1);
-    }
-
     /// `tcp_retransmit_skb()`: a retransmission of the episode (not a
     /// loss probe) at `tx_us`.
     pub fn on_retransmit(&mut self, tx_us: u64) {
@@ -81,13 +76,13 @@ impl Undo {
 
     /// `tcp_dsack_seen()`: a D-SACK of `segs` segments; false if it is
     /// not believed (larger than the window, or more duplicates reported
-    /// than were ever retransmitted).
-    pub fn dsack_seen(&mut self, segs: u32, max_window: u32) -> bool {
+    /// than the `total_retrans` segments ever retransmitted).
+    pub fn dsack_seen(&mut self, segs: u32, max_window: u32, total_retrans: u64) -> bool {
         if segs == 0 || segs > max_window {
             return false;
         }
-        self.dsack_dups = self.dsack_dups.wrapping_add(segs);
-        self.dsack_dups <= self.total_retrans
+        self.dsack_dups += u64::from(segs);
+        self.dsack_dups <= total_retrans
     }
 
     /// A D-SACK shows `segs` retransmissions ending at `end` needless
@@ -173,11 +168,10 @@ mod tests {
         let mut u = Undo::default();
         u.init(100, 0, false);
         for _ in 0..3 {
-            u.count_retransmission();
             u.on_retransmit(5_000);
         }
         assert!(!u.may_undo());
-        assert!(u.dsack_seen(1, 1000));
+        assert!(u.dsack_seen(1, 1000, 3));
         u.on_dsacked(101, 1);
         // A D-SACK of data sent before the episode does not count.
         u.on_dsacked(100, 1);
@@ -195,7 +189,6 @@ mod tests {
     #[test]
     fn a_loss_probe_in_flight_counts_and_is_not_an_episode_retransmission() {
         let mut u = Undo::default();
-        u.count_retransmission();
         u.init(7, 2, true);
         assert_eq!(u.retrans, 3);
         assert!(u.packet_delayed(), "the probe set no retrans_stamp");
@@ -204,10 +197,10 @@ mod tests {
     #[test]
     fn more_d_sacks_than_retransmissions_are_not_believed() {
         let mut u = Undo::default();
-        u.count_retransmission();
-        assert!(u.dsack_seen(1, 1000));
-        assert!(!u.dsack_seen(1, 1000));
-        assert!(!u.dsack_seen(2000, 1000), "larger than the window");
+        // One segment retransmitted.
+        assert!(u.dsack_seen(1, 1000, 1));
+        assert!(!u.dsack_seen(1, 1000, 1));
+        assert!(!u.dsack_seen(2000, 1000, 1), "larger than the window");
     }
 
     #[test]
