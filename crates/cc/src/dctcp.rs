@@ -309,6 +309,13 @@ impl CongestionControl for Dctcp {
                     ev == CaEvent::EcnIsCe,
                     sk.icsk_ack_pending & ICSK_ACK_TIMER != 0,
                 );
+                // The flushed ACK is an ordinary one when the packet that
+                // flipped the state did not move rcv_nxt (out of order):
+                // then tcp_event_ack_sent() runs and clears the pending
+                // delayed ACK. One for an older rcv_nxt leaves it.
+                if r.flush.is_some_and(|(nxt, _)| nxt == sk.rcv_nxt) {
+                    sk.icsk_ack_pending = 0;
+                }
                 if r.ack_now {
                     sk.icsk_ack_pending |= ICSK_ACK_NOW;
                 }
@@ -544,7 +551,11 @@ mod tests {
         assert_eq!(sk.ecn_flags, TCP_ECN_OK | TCP_ECN_DEMAND_CWR);
         assert_eq!(sk.icsk_ack_pending, ICSK_ACK_TIMER | ICSK_ACK_NOW);
         assert_eq!((d.st.ce_state, d.st.prior_rcv_nxt), (1, 7));
+        // Flipped back by a packet that left rcv_nxt at 7: the delayed
+        // ACK flushed for rcv_nxt 7 is an ordinary ACK, which clears what
+        // was pending; then the flip asks for an ACK now.
         d.cwnd_event(&mut sk, CaEvent::EcnNoCe);
         assert_eq!(sk.ecn_flags, TCP_ECN_OK);
+        assert_eq!(sk.icsk_ack_pending, ICSK_ACK_NOW);
     }
 }
