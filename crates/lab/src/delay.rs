@@ -37,16 +37,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::config::Link;
+use crate::config::{Link, DELAY_LINE_SLOTS};
 use crate::lane::{Admitted, Lane, SLOT};
 use crate::Error;
 
 /// The TUN devices, forward (sender to receiver) then reverse.
 pub(crate) const TUNS: [&str; 2] = ["dly-fwd", "dly-rev"];
-
-/// Slots per direction: 16384 packets of up to 1500 bytes, 1 Gbit/s for
-/// 190 ms. Arrivals beyond it are dropped and counted.
-pub(crate) const CAPACITY: usize = 16384;
 
 /// Packets read from one TUN before the thread looks at the other and at
 /// its releases, so that a flood one way cannot stall the other.
@@ -141,7 +137,7 @@ impl DelayLine {
         for (lane, link) in links.iter().enumerate() {
             shared.delay_ns[lane].store(nanos(link.delay), Ordering::Relaxed);
         }
-        let lanes = links.map(|link| Lane::new(CAPACITY, link.bottleneck.as_ref()));
+        let lanes = links.map(|link| Lane::new(DELAY_LINE_SLOTS, link.bottleneck.as_ref()));
         // SAFETY: eventfd has no memory preconditions.
         let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if raw < 0 {

@@ -18,15 +18,12 @@
 //! 2010, section 3.1); an arrival that finds the queue at its limit is
 //! dropped.
 
-use crate::config::Bottleneck;
+use crate::config::{Bottleneck, ETHERNET_HEADER, MTU};
 use crate::ecn::{self, Marked};
 
-/// Bytes per slot: the TUN devices' MTU is 1500, so every packet fits.
-pub(crate) const SLOT: usize = 2048;
-
-/// What the bottleneck counts per packet beyond its IP bytes: the
-/// Ethernet header tbf sees on veth, so that both rate limits agree.
-const FRAME_OVERHEAD: u64 = 14;
+/// Bytes per slot: the TUN devices' MTU rounded up to a power of two, so
+/// that every packet fits.
+pub(crate) const SLOT: usize = (MTU as usize).next_power_of_two();
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Meta {
@@ -49,7 +46,7 @@ struct Server {
 
 impl Server {
     fn service_ns(&self, len: usize) -> u64 {
-        let bits = (len as u128 + u128::from(FRAME_OVERHEAD)) * 8;
+        let bits = (len as u128 + u128::from(ETHERNET_HEADER)) * 8;
         (bits * 1_000_000_000 / u128::from(self.rate_bps)) as u64
     }
 
