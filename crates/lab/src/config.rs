@@ -161,18 +161,21 @@ pub enum Queue {
 
 /// The delay line's own bottleneck: a FIFO served at `rate_bps`, tail drop
 /// at `limit` packets, and DCTCP's step marking: an ECN-capable packet
-/// that arrives to find more than `ecn_threshold` packets queued (the one
-/// being sent included) leaves with CE set. This kernel has no red or
-/// codel qdisc, so this is where DCTCP's marks come from.
+/// that arrives to find at least `ecn_threshold` packets waiting (more
+/// than that many in the bottleneck, the one being sent included) leaves
+/// with CE set. It is `kleinrock-link`'s FIFO, the simulator's, so a limit
+/// and a K mean here what they mean in a scenario. This kernel has no red
+/// or codel qdisc, so this is where DCTCP's marks come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bottleneck {
     /// Service rate in bits per second, counting each IP packet plus a
     /// 14-byte Ethernet header, as tbf counts frames on veth.
     pub rate_bps: u64,
-    /// Packets the queue holds (the one being sent included) before it
-    /// drops arrivals.
+    /// Packets that may wait (the one being sent not counted, as a Linux
+    /// qdisc's limit and the simulator's FIFO count them); an arrival that
+    /// finds this many waiting is dropped.
     pub limit: u32,
-    /// DCTCP's K in packets; `None` never marks.
+    /// DCTCP's K in packets waiting; `None` never marks.
     pub ecn_threshold: Option<u32>,
 }
 
@@ -186,8 +189,8 @@ impl Bottleneck {
         }
         if self.limit == 0 {
             return Err(Error::invalid(format!(
-                "the {which} bottleneck's queue limit is 0, so it would drop every packet; \
-                 give at least one packet"
+                "the {which} bottleneck's queue limit is 0, so it would drop every packet \
+                 that finds the link busy; give at least one packet"
             )));
         }
         let slots = DELAY_LINE_SLOTS;
