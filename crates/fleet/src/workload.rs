@@ -476,11 +476,11 @@ loss = "0%"
         assert_eq!(p.unavailable, ["cdg"]);
         assert_eq!(
             p.before.config.links[0].loss,
-            kleinrock_sim::loss::LossModel::Bernoulli { ppm: 100_000 }
+            kleinrock_sim::LossModel::Bernoulli { ppm: 100_000 }
         );
         let (after, n) = p.after.as_ref().unwrap();
         assert_eq!(*after, 10);
-        assert_eq!(n.config.links[0].loss, kleinrock_sim::loss::LossModel::None);
+        assert_eq!(n.config.links[0].loss, kleinrock_sim::LossModel::None);
         let d: Vec<String> = w
             .destinations()
             .iter()

@@ -1,7 +1,9 @@
 //! What a lab's link is: per direction a propagation delay, a rate with its
 //! queue, random loss, and optionally the delay line's own marking
 //! bottleneck. Checked before anything is created, each bad value refused
-//! in one sentence.
+//! in one sentence. The sizes the link is built to (MTU, frame, the delay
+//! line's slots) are here too, since the checks are made against them;
+//! the shaper and the delay line read them from here.
 
 use std::time::Duration;
 
@@ -10,6 +12,22 @@ use crate::Error;
 /// The longest one-way delay a lab accepts. The delay line holds every
 /// packet in flight, so this bounds its memory with the ring size.
 pub const MAX_DELAY: Duration = Duration::from_secs(10);
+
+/// The MTU of the lab's veths and TUN devices: the largest IP packet that
+/// crosses the router (the kernel segments GSO packets to it before it
+/// hands them to a TUN without offloads).
+pub(crate) const MTU: u32 = 1500;
+
+/// What veth adds to each IP packet: tbf counts frames, and so does the
+/// delay line's bottleneck, so that both rate limits agree.
+pub(crate) const ETHERNET_HEADER: u32 = 14;
+
+/// A full-size frame on the lab's veths.
+pub(crate) const FRAME: u32 = MTU + ETHERNET_HEADER;
+
+/// Slots per direction of the delay line: 16384 packets of up to an MTU,
+/// 1 Gbit/s for 190 ms. Arrivals beyond it are dropped and counted.
+pub(crate) const DELAY_LINE_SLOTS: usize = 16384;
 
 /// A lab's two directions, and how it treats the machine's CPUs.
 #[derive(Clone, Debug, PartialEq)]
@@ -106,11 +124,10 @@ impl Link {
                      give at least one packet"
                 )))
             }
-            Queue::Bytes(n) if n < crate::shaper::FRAME => {
+            Queue::Bytes(n) if n < FRAME => {
                 return Err(Error::invalid(format!(
                     "the {which} queue limit of {n} bytes cannot hold one full-size frame \
-                     ({} bytes); give at least that",
-                    crate::shaper::FRAME
+                     ({FRAME} bytes); give at least that"
                 )))
             }
             _ => {}
@@ -144,18 +161,21 @@ pub enum Queue {
 
 /// The delay line's own bottleneck: a FIFO served at `rate_bps`, tail drop
 /// at `limit` packets, and DCTCP's step marking: an ECN-capable packet
-/// that arrives to find more than `ecn_threshold` packets queued (the one
-/// being sent included) leaves with CE set. This kernel has no red or
-/// codel qdisc, so this is where DCTCP's marks come from.
+/// that arrives to find at least `ecn_threshold` packets waiting (more
+/// than that many in the bottleneck, the one being sent included) leaves
+/// with CE set. It is `kleinrock-link`'s FIFO, the simulator's, so a limit
+/// and a K mean here what they mean in a scenario. This kernel has no red
+/// or codel qdisc, so this is where DCTCP's marks come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bottleneck {
     /// Service rate in bits per second, counting each IP packet plus a
     /// 14-byte Ethernet header, as tbf counts frames on veth.
     pub rate_bps: u64,
-    /// Packets the queue holds (the one being sent included) before it
-    /// drops arrivals.
+    /// Packets that may wait (the one being sent not counted, as a Linux
+    /// qdisc's limit and the simulator's FIFO count them); an arrival that
+    /// finds this many waiting is dropped.
     pub limit: u32,
-    /// DCTCP's K in packets; `None` never marks.
+    /// DCTCP's K in packets waiting; `None` never marks.
     pub ecn_threshold: Option<u32>,
 }
 
@@ -169,11 +189,11 @@ impl Bottleneck {
         }
         if self.limit == 0 {
             return Err(Error::invalid(format!(
-                "the {which} bottleneck's queue limit is 0, so it would drop every packet; \
-                 give at least one packet"
+                "the {which} bottleneck's queue limit is 0, so it would drop every packet \
+                 that finds the link busy; give at least one packet"
             )));
         }
-        let slots = crate::delay::CAPACITY;
+        let slots = DELAY_LINE_SLOTS;
         if self.limit as usize > slots {
             return Err(Error::invalid(format!(
                 "the {which} bottleneck's queue limit of {} packets is more than the delay \

@@ -1,6 +1,7 @@
 //! The delay line: a userspace forwarder that holds each packet crossing
 //! the router for the configured one-way delay, and can be a rate-limited
-//! FIFO that marks ECN as DCTCP's switches do.
+//! FIFO that marks ECN as DCTCP's switches do (`kleinrock-link`'s FIFO,
+//! the simulator's; see `lane.rs`).
 //!
 //! The router has one TUN device per direction (`dly-fwd`, `dly-rev`).
 //! Policy routing sends every packet that arrives on a veth into that
@@ -37,16 +38,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::config::Link;
-use crate::lane::{Admitted, Lane, SLOT};
+use crate::config::{Link, DELAY_LINE_SLOTS};
+use kleinrock_link::queue::Verdict;
+
+use crate::lane::{Lane, SLOT};
 use crate::Error;
 
 /// The TUN devices, forward (sender to receiver) then reverse.
 pub(crate) const TUNS: [&str; 2] = ["dly-fwd", "dly-rev"];
-
-/// Slots per direction: 16384 packets of up to 1500 bytes, 1 Gbit/s for
-/// 190 ms. Arrivals beyond it are dropped and counted.
-pub(crate) const CAPACITY: usize = 16384;
 
 /// Packets read from one TUN before the thread looks at the other and at
 /// its releases, so that a flood one way cannot stall the other.
@@ -57,7 +56,8 @@ const READ_BUDGET: usize = 64;
 pub struct DelayStats {
     /// Packets written back out after their delay.
     pub forwarded: u64,
-    /// Packets on which the bottleneck set CE.
+    /// Packets the bottleneck marked CE (one that arrived with CE
+    /// already set counts, as in Linux's qdiscs).
     pub ce_marked: u64,
     /// Packets the bottleneck dropped because its queue was at its limit.
     pub queue_drops: u64,
@@ -141,7 +141,7 @@ impl DelayLine {
         for (lane, link) in links.iter().enumerate() {
             shared.delay_ns[lane].store(nanos(link.delay), Ordering::Relaxed);
         }
-        let lanes = links.map(|link| Lane::new(CAPACITY, link.bottleneck.as_ref()));
+        let lanes = links.map(|link| Lane::new(DELAY_LINE_SLOTS, link.bottleneck.as_ref()));
         // SAFETY: eventfd has no memory preconditions.
         let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if raw < 0 {
@@ -343,9 +343,9 @@ fn read_arrivals(
             continue;
         }
         match lane.admit(n as usize, now(), delay) {
-            Admitted::Queued => {}
-            Admitted::Marked => Counters::bump(&counters.ce_marked),
-            Admitted::Dropped => Counters::bump(&counters.queue_drops),
+            Verdict::Queued => {}
+            Verdict::Marked => Counters::bump(&counters.ce_marked),
+            Verdict::Dropped => Counters::bump(&counters.queue_drops),
         }
     }
     Ok(true)

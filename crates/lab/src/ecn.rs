@@ -2,10 +2,48 @@
 //! section 5): the ECN field is the low two bits of IPv4's TOS byte and of
 //! IPv6's traffic class. IPv4's header checksum is updated incrementally
 //! (RFC 1624, equation 3) rather than recomputed; IPv6 has none.
+//!
+//! Whether to mark is the queue's decision (`kleinrock-link`, the
+//! simulator's queues); this file is the packet editing that carries it
+//! out, and [`IpPacket`] is how those queues see a packet in a slot.
+
+use kleinrock_link::packet::Packet;
 
 /// The ECN field's values.
 const NOT_ECT: u8 = 0b00;
 const CE: u8 = 0b11;
+
+/// An IP packet in a delay-line slot, as `kleinrock-link`'s queues see
+/// it: its size is its IP length, it is ECN-capable if its header says
+/// so, and marking it sets CE in the header.
+pub(crate) struct IpPacket<'a>(pub(crate) &'a mut [u8]);
+
+impl Packet for IpPacket<'_> {
+    fn bytes(&self) -> u32 {
+        self.0.len() as u32
+    }
+
+    fn ecn_capable(&self) -> bool {
+        ecn_field(self.0).is_some_and(|ecn| ecn != NOT_ECT)
+    }
+
+    fn set_ce(&mut self) {
+        let marked = mark_ce(self.0);
+        debug_assert_ne!(marked, Marked::NotEct, "set_ce on a Not-ECT packet");
+    }
+}
+
+/// The ECN field of an IPv4 or IPv6 packet (from its first byte); `None`
+/// for anything else, or a packet too short to hold its IP header.
+fn ecn_field(packet: &[u8]) -> Option<u8> {
+    match packet.first().map(|b| b >> 4) {
+        Some(4) if packet.len() >= 20 => Some(packet[1] & 0b11),
+        // Traffic class: the low nibble of byte 0 and the high nibble of
+        // byte 1; its ECN bits are bits 4 and 5 of byte 1.
+        Some(6) if packet.len() >= 40 => Some((packet[1] >> 4) & 0b11),
+        _ => None,
+    }
+}
 
 /// What [`mark_ce`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,15 +60,10 @@ pub(crate) enum Marked {
 /// Sets CE on `packet` (an IPv4 or IPv6 packet from its first byte) if it
 /// is ECN-capable.
 pub(crate) fn mark_ce(packet: &mut [u8]) -> Marked {
-    match packet.first().map(|b| b >> 4) {
-        Some(4) if packet.len() >= 20 => {
-            let ecn = packet[1] & 0b11;
-            if ecn == NOT_ECT {
-                return Marked::NotEct;
-            }
-            if ecn == CE {
-                return Marked::Already;
-            }
+    match ecn_field(packet) {
+        None | Some(NOT_ECT) => Marked::NotEct,
+        Some(CE) => Marked::Already,
+        Some(_) if packet[0] >> 4 == 4 => {
             let old = u16::from_be_bytes([packet[0], packet[1]]);
             packet[1] |= CE;
             let new = u16::from_be_bytes([packet[0], packet[1]]);
@@ -38,20 +71,10 @@ pub(crate) fn mark_ce(packet: &mut [u8]) -> Marked {
             packet[10..12].copy_from_slice(&checksum_update(check, old, new).to_be_bytes());
             Marked::Now
         }
-        Some(6) if packet.len() >= 40 => {
-            // Traffic class: the low nibble of byte 0 and the high nibble of
-            // byte 1; its ECN bits are bits 4 and 5 of byte 1.
-            let ecn = (packet[1] >> 4) & 0b11;
-            if ecn == NOT_ECT {
-                return Marked::NotEct;
-            }
-            if ecn == CE {
-                return Marked::Already;
-            }
+        Some(_) => {
             packet[1] |= CE << 4;
             Marked::Now
         }
-        _ => Marked::NotEct,
     }
 }
 
@@ -162,6 +185,29 @@ mod tests {
         let mut not_ect = vec![0x6a, 0x01, 0x23, 0x45];
         not_ect.resize(60, 0);
         assert_eq!(mark_ce(&mut not_ect), Marked::NotEct);
+    }
+
+    #[test]
+    fn a_queue_sees_the_ip_length_and_whether_the_header_is_ecn_capable() {
+        for (tos, capable) in [(0xb8, false), (0xb9, true), (0xba, true), (0xbb, true)] {
+            let mut p = ipv4(tos, 7, 64);
+            let q = IpPacket(&mut p);
+            assert_eq!(q.bytes(), 52);
+            assert_eq!(q.ecn_capable(), capable, "tos {tos:#x}");
+        }
+        let mut p = ipv4(0b10, 7, 64);
+        IpPacket(&mut p).set_ce();
+        assert_eq!(p[1] & 0b11, CE);
+        assert_eq!(
+            u16::from_be_bytes([p[10], p[11]]),
+            header_checksum(&p[..20])
+        );
+        let mut v6 = vec![0x60, 0x10, 0, 0];
+        v6.resize(40, 0);
+        assert!(IpPacket(&mut v6).ecn_capable());
+        for mut runt in [vec![], vec![0x45, 0x02], vec![0x60, 0x20, 0, 0]] {
+            assert!(!IpPacket(&mut runt).ecn_capable());
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::awake::Awake;
-use crate::config::{check_loss, Direction, LabConfig, MAX_DELAY};
+use crate::config::{check_loss, Direction, LabConfig, MAX_DELAY, MTU};
 use crate::delay::{self, DelayLine, DelayStats, TUNS};
 use crate::filter::{self, Drops};
 use crate::netns::Node;
@@ -299,7 +299,7 @@ fn start_delay_line(tools: &Tools, router: &Node, config: &LabConfig) -> Result<
         ip(
             tools,
             router,
-            &format!("link set {tun} mtu 1500 txqueuelen 4096 up"),
+            &format!("link set {tun} mtu {MTU} txqueuelen 4096 up"),
         )?;
         ip(
             tools,

@@ -11,68 +11,68 @@
 //! order holds both the bottleneck's queue and the packets "on the wire",
 //! and the next event is always the head's release.
 //!
-//! The bottleneck's queue, at an arrival, is the packets whose departure is
-//! still ahead: a suffix of the ring, found by a cursor that only moves
-//! forward. DCTCP's switch marks an ECN-capable arrival that finds more
-//! than K packets queued (Alizadeh et al., "Data Center TCP", SIGCOMM
-//! 2010, section 3.1); an arrival that finds the queue at its limit is
-//! dropped.
+//! Whether the bottleneck takes a packet is decided by `kleinrock-link`'s
+//! FIFO, the one the simulator's FIFO links run, with the same arithmetic:
+//! an arrival that finds the link busy and `limit` packets waiting (the one
+//! being sent not counted) is dropped, and an ECN-capable one that finds
+//! at least K waiting is marked CE (DCTCP's step marking: more than K in
+//! the switch, the one being sent included; Alizadeh et al., "Data Center
+//! TCP", SIGCOMM 2010, section 3.1); an arrival that finds the link idle
+//! is sent at once. The one difference from the simulator is the size the
+//! rate serves: the frame on veth (IP packet plus Ethernet header), as tbf
+//! counts it, where the simulator's link serves the IP packet.
 
-use crate::config::Bottleneck;
-use crate::ecn::{self, Marked};
+use kleinrock_link::queue::{Fifo, Limit, Verdict};
+use kleinrock_link::time::serialization;
 
-/// Bytes per slot: the TUN devices' MTU is 1500, so every packet fits.
-pub(crate) const SLOT: usize = 2048;
+use crate::config::{Bottleneck, ETHERNET_HEADER, MTU};
+use crate::ecn::IpPacket;
 
-/// What the bottleneck counts per packet beyond its IP bytes: the
-/// Ethernet header tbf sees on veth, so that both rate limits agree.
-const FRAME_OVERHEAD: u64 = 14;
+/// Bytes per slot: the TUN devices' MTU rounded up to a power of two, so
+/// that every packet fits.
+pub(crate) const SLOT: usize = (MTU as usize).next_power_of_two();
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Meta {
     len: u16,
-    /// When the packet has left the bottleneck (its arrival without one).
-    departure: u64,
     release: u64,
 }
 
+/// The bottleneck: the link models' FIFO in front of a serializer of fixed
+/// rate.
 #[derive(Debug)]
 struct Server {
     rate_bps: u64,
-    limit: u64,
-    ecn_threshold: Option<u64>,
+    fifo: Fifo,
     /// When the last admitted packet leaves the bottleneck.
     busy_until: u64,
-    /// The first packet whose departure may be ahead (a ring index).
-    queued_from: u64,
 }
 
 impl Server {
-    fn service_ns(&self, len: usize) -> u64 {
-        let bits = (len as u128 + u128::from(FRAME_OVERHEAD)) * 8;
-        (bits * 1_000_000_000 / u128::from(self.rate_bps)) as u64
-    }
-
-    /// Packets in the bottleneck at `now` (the one being sent included).
-    fn queued_at(&mut self, ring: &Ring, now: u64) -> u64 {
-        // Packets released since the last look are gone, whatever their
-        // departure; the cursor never points behind the head.
-        self.queued_from = self.queued_from.max(ring.head);
-        while self.queued_from < ring.tail && ring.meta(self.queued_from).departure <= now {
-            self.queued_from += 1;
+    fn new(b: &Bottleneck) -> Server {
+        Server {
+            rate_bps: b.rate_bps,
+            fifo: Fifo::new(Limit::Packets(b.limit), b.ecn_threshold),
+            busy_until: 0,
         }
-        ring.tail - self.queued_from
     }
-}
 
-/// What happened to an admitted packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Admitted {
-    Queued,
-    /// Queued, and the bottleneck set CE on it.
-    Marked,
-    /// The bottleneck's queue was full.
-    Dropped,
+    /// Time to send a `len`-byte IP packet as a frame on veth.
+    fn service_ns(&self, len: usize) -> u64 {
+        serialization(len as u32 + ETHERNET_HEADER, self.rate_bps)
+    }
+
+    /// A packet arrives at `now`: the FIFO decides (and may set CE on it);
+    /// if it is taken, its departure is then [`Server::busy_until`].
+    fn admit(&mut self, now: u64, packet: &mut [u8]) -> Verdict {
+        self.fifo.advance(now, self.busy_until);
+        let start = self.busy_until.max(now);
+        let verdict = self.fifo.admit(now, &mut IpPacket(packet), start);
+        if verdict != Verdict::Dropped {
+            self.busy_until = start + self.service_ns(packet.len());
+        }
+        verdict
+    }
 }
 
 /// Slots and their metadata, indexed by absolute packet numbers.
@@ -123,13 +123,7 @@ impl Lane {
                 tail: 0,
             },
             last_release: 0,
-            server: bottleneck.map(|b| Server {
-                rate_bps: b.rate_bps,
-                limit: u64::from(b.limit),
-                ecn_threshold: b.ecn_threshold.map(u64::from),
-                busy_until: 0,
-                queued_from: 0,
-            }),
+            server: bottleneck.map(Server::new),
         }
     }
 
@@ -143,31 +137,25 @@ impl Lane {
     }
 
     /// Commits the `len` bytes just read into [`Lane::free_slot`], which
-    /// arrived at `now` and are to cross a propagation delay of `delay`.
-    pub(crate) fn admit(&mut self, len: usize, now: u64, delay: u64) -> Admitted {
+    /// arrived at `now` and are to cross a propagation delay of `delay`:
+    /// queued (perhaps marked CE by the bottleneck) or dropped by it.
+    pub(crate) fn admit(&mut self, len: usize, now: u64, delay: u64) -> Verdict {
         debug_assert!(len <= SLOT && !self.ring.is_full());
         let ring = &mut self.ring;
-        let mut verdict = Admitted::Queued;
+        let mut verdict = Verdict::Queued;
         let mut departure = now;
         if let Some(server) = self.server.as_mut() {
-            let queued = server.queued_at(ring, now);
-            if queued >= server.limit {
-                return Admitted::Dropped;
+            verdict = server.admit(now, ring.bytes_mut(ring.tail, len));
+            if verdict == Verdict::Dropped {
+                return verdict;
             }
-            if server.ecn_threshold.is_some_and(|k| queued > k)
-                && ecn::mark_ce(ring.bytes_mut(ring.tail, len)) == Marked::Now
-            {
-                verdict = Admitted::Marked;
-            }
-            departure = server.busy_until.max(now) + server.service_ns(len);
-            server.busy_until = departure;
+            departure = server.busy_until;
         }
         let release = (departure + delay).max(self.last_release);
         self.last_release = release;
         let i = ring.tail as usize & ring.mask;
         ring.meta[i] = Meta {
             len: len as u16,
-            departure,
             release,
         };
         ring.tail += 1;
@@ -215,7 +203,7 @@ mod tests {
         p
     }
 
-    fn offer(lane: &mut Lane, p: &[u8], now: u64, delay: u64) -> Admitted {
+    fn offer(lane: &mut Lane, p: &[u8], now: u64, delay: u64) -> Verdict {
         lane.free_slot().unwrap()[..p.len()].copy_from_slice(p);
         lane.admit(p.len(), now, delay)
     }
@@ -246,7 +234,7 @@ mod tests {
         for (i, t) in [0, US, 5 * US, 5 * US, 7 * MS].into_iter().enumerate() {
             assert_eq!(
                 offer(&mut lane, &packet(0, i as u8), t, 20 * MS),
-                Admitted::Queued
+                Verdict::Queued
             );
         }
         let out = drain(&mut lane);
@@ -292,17 +280,20 @@ mod tests {
 
     #[test]
     fn ect_arrivals_finding_more_than_k_queued_are_marked_and_the_limit_drops() {
-        let mut lane = Lane::new(16, Some(&bottleneck(5, Some(2))));
-        let verdicts: Vec<Admitted> = (0..7)
+        // At most 4 waiting, 5 with the one being sent.
+        let mut lane = Lane::new(16, Some(&bottleneck(4, Some(2))));
+        let verdicts: Vec<Verdict> = (0..7)
             .map(|i| offer(&mut lane, &packet(0b10, i), 0, 0))
             .collect();
-        use Admitted::*;
-        // Queued at arrival: 0 1 2 3 4 5 5.
+        use Verdict::*;
+        // In the bottleneck at arrival, the one being sent included: 0 1 2
+        // 3 4 5 5; waiting: none (sent at once), 0 1 2 3 4 4.
         assert_eq!(
             verdicts,
             [Queued, Queued, Queued, Marked, Marked, Dropped, Dropped]
         );
-        // At 2.5 ms two have left: the arrival finds 3 queued, more than K.
+        // At 2.5 ms two have left: the arrival finds 3 in the bottleneck,
+        // more than K (2 waiting, at least K).
         assert_eq!(offer(&mut lane, &packet(0b01, 7), 2500 * US, 0), Marked);
         // By 5.5 ms the first five have left; only the one that arrived at
         // 2.5 ms (departing at 6 ms) is still queued.
@@ -322,19 +313,20 @@ mod tests {
 
     #[test]
     fn not_ect_packets_are_never_marked_but_are_dropped_at_the_limit() {
-        let mut lane = Lane::new(16, Some(&bottleneck(4, Some(1))));
-        let verdicts: Vec<Admitted> = (0..5)
+        let mut lane = Lane::new(16, Some(&bottleneck(3, Some(1))));
+        let verdicts: Vec<Verdict> = (0..5)
             .map(|i| offer(&mut lane, &packet(0, i), 0, 0))
             .collect();
-        use Admitted::*;
+        use Verdict::*;
         assert_eq!(verdicts, [Queued, Queued, Queued, Queued, Dropped]);
         assert!(drain(&mut lane).iter().all(|(_, p)| p[1] == 0));
     }
 
     #[test]
     fn a_packet_released_before_the_queue_is_next_looked_at_is_not_counted() {
-        // Release (departure + 0 delay) pops packets the cursor has not yet
-        // passed; the cursor must not count them, or walk behind the head.
+        // Release (departure + 0 delay) pops packets before the bottleneck
+        // next looks at its queue: what it counts must not depend on what
+        // the ring has released.
         let mut lane = Lane::new(4, Some(&bottleneck(10, Some(0))));
         offer(&mut lane, &packet(0b10, 0), 0, 0);
         offer(&mut lane, &packet(0b10, 1), 0, 0);
@@ -345,9 +337,9 @@ mod tests {
             assert_eq!(
                 offer(&mut lane, &packet(0b10, i), 10 * MS, 0),
                 if i == 0 {
-                    Admitted::Queued
+                    Verdict::Queued
                 } else {
-                    Admitted::Marked
+                    Verdict::Marked
                 }
             );
         }
@@ -371,13 +363,11 @@ mod tests {
 
     #[test]
     fn service_time_counts_the_ethernet_header() {
-        let server = Server {
+        let server = Server::new(&Bottleneck {
             rate_bps: 10_000_000,
             limit: 1,
             ecn_threshold: None,
-            busy_until: 0,
-            queued_from: 0,
-        };
+        });
         // (1500 + 14) * 8 bits at 10 Mbit/s.
         assert_eq!(server.service_ns(1500), 1_211_200);
         // 40-byte ACK: 54 * 8 bits.

@@ -5,7 +5,7 @@
 //! receiver, joined by veth pairs. The router carries the link: per
 //! direction a rate (tc tbf), a one-way propagation delay (a userspace
 //! delay line over TUN devices, which can also be a rate-limited FIFO with
-//! DCTCP-style ECN marking), random loss and a blackhole switch (iptables).
+//! DCTCP-style ECN marking: `kleinrock-link`'s, the simulator's), random loss and a blackhole switch (iptables).
 //! Programs run inside a namespace through [`Node::command`]; Rust code runs
 //! there through [`Node::run`] and [`Node::spawn`] (a socket keeps the
 //! namespace it was created in, so a listener or a connected stream made

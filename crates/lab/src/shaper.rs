@@ -16,10 +16,7 @@
 //! segmentation has already cut to at most 1500-byte IP packets, so a
 //! packet is a frame here, never a 64 KB GSO aggregate.
 
-use crate::config::{Link, Queue};
-
-/// A full-size frame on the lab's veths: 1500-byte MTU plus Ethernet.
-pub(crate) const FRAME: u32 = 1514;
+use crate::config::{Link, Queue, FRAME};
 
 /// tbf's bucket for `rate_bps`: one millisecond of it, at least one frame.
 pub(crate) fn burst_bytes(rate_bps: u64) -> u64 {

@@ -4,8 +4,10 @@
 //! them.
 //!
 //! - [`event`]: the event list; [`time`]: nanosecond time.
-//! - [`packet`], [`queue`], [`loss`], [`link`]: the network; `ring`: the
-//!   power-of-two ring buffer the hot queues use.
+//! - [`packet`], [`link`]: the network. The queue disciplines, loss,
+//!   jitter and mahimahi traces a link runs are `kleinrock-link`'s, shared
+//!   with the live lab; the types a [`LinkConfig`] names are re-exported
+//!   here.
 //! - [`tcp`]: the sender (SACK scoreboard, RACK-TLP, PRR, RTO, rate
 //!   sampler, pacing) and the receiver (delayed ACKs, SACK, ECN echo).
 //! - [`world`]: the topology and event loop; [`results`]: what a run
@@ -14,23 +16,24 @@
 //! Deterministic: one seeded generator draws every random loss, events at
 //! the same instant run in scheduling order, and nothing reads a real clock.
 
-pub mod codel;
 mod decimal;
 pub mod event;
-pub mod fq_codel;
 mod json;
 pub mod link;
-pub mod loss;
-pub mod mahimahi;
 pub mod packet;
-pub mod queue;
-pub mod red;
 pub mod results;
-mod ring;
 pub mod scenario;
 pub mod tcp;
 pub mod time;
 pub mod world;
 
+// The scoreboard's ring (`crate::ring::Ring` in tcp/) is the link models'.
+use kleinrock_link::ring;
+
+pub use kleinrock_link::codel::CodelParams;
+pub use kleinrock_link::loss::LossModel;
+pub use kleinrock_link::mahimahi::Trace;
+pub use kleinrock_link::queue::Limit;
+pub use kleinrock_link::red::RedParams;
 pub use results::Results;
 pub use world::{Config, FlowConfig, LinkConfig, Sim};

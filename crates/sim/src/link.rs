@@ -3,19 +3,22 @@
 //! link knows each packet's departure when it arrives, so it schedules no
 //! event of its own; each pipe schedules only its head's arrival (htsim's
 //! design): events stay proportional to packets delivered.
-
-use std::collections::VecDeque;
+//!
+//! The queue disciplines, the loss process, the jitter and the trace are
+//! `kleinrock-link`'s (shared with the lab); what is here is how the
+//! simulator drives them: the serializer, the pipes and their events.
 
 use kleinrock_cc::rand::SplitMix64;
+use kleinrock_link::codel::{Codel, Outcome};
+use kleinrock_link::fq_codel::FqCodel;
+use kleinrock_link::jitter::Jitter;
+use kleinrock_link::loss::LossModel;
+use kleinrock_link::mahimahi::Trace;
+use kleinrock_link::queue::{Fifo, Verdict};
+use kleinrock_link::red::RedQueue;
+use kleinrock_link::ring::Ring;
 
-use crate::codel::{Codel, Outcome};
-use crate::fq_codel::FqCodel;
-use crate::loss::LossModel;
-use crate::mahimahi::Trace;
 use crate::packet::Packet;
-use crate::queue::{Fifo, Verdict};
-use crate::red::Red;
-use crate::ring::Ring;
 use crate::time::{serialization, Time};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,10 +35,10 @@ pub struct LinkStats {
 pub enum Qdisc {
     /// Tail-drop FIFO: departures computed on arrival, no events.
     Fifo(Fifo),
-    Codel(Codel),
-    FqCodel(FqCodel),
+    Codel(Codel<Packet>),
+    FqCodel(FqCodel<Packet>),
     /// RED deciding on arrival, over a FIFO of packets.
-    Red(Red, VecDeque<Packet>, u64),
+    Red(RedQueue<Packet>),
 }
 
 /// What became of an arriving packet.
@@ -161,13 +164,8 @@ impl Link {
                 self.stats.queue_drops += dropped as u64;
                 true
             }
-            Qdisc::Red(red, q, bytes) => {
-                let v = red.decide(now, q.len(), p, rng);
-                if v != Verdict::Dropped {
-                    p.at = now;
-                    *bytes += p.bytes as u64;
-                    q.push_back(*p);
-                }
+            Qdisc::Red(red) => {
+                let v = red.enqueue(now, *p, rng);
                 let ok = v != Verdict::Dropped;
                 let _ = self.count(v);
                 ok
@@ -192,14 +190,7 @@ impl Link {
             Qdisc::Fifo(_) => None,
             Qdisc::Codel(c) => c.dequeue(now, &mut out),
             Qdisc::FqCodel(fq) => fq.dequeue(now, &mut out),
-            Qdisc::Red(red, q, bytes) => {
-                let p = q.pop_front();
-                match &p {
-                    Some(p) => *bytes -= p.bytes as u64,
-                    None => red.idle(now),
-                }
-                p
-            }
+            Qdisc::Red(red) => red.dequeue(now),
         };
         self.stats.queue_drops += out.dropped as u64;
         self.stats.marks += out.marked as u64;
@@ -226,7 +217,7 @@ impl Link {
             }
             Qdisc::Codel(c) => (c.len(), c.bytes()),
             Qdisc::FqCodel(fq) => (fq.len(), fq.bytes()),
-            Qdisc::Red(_, q, bytes) => (q.len(), *bytes),
+            Qdisc::Red(red) => (red.len(), red.bytes()),
         }
     }
 }
@@ -247,20 +238,13 @@ fn tx_time(cache: &mut [(u32, Time); 2], rate_bps: u64, bytes: u32) -> Time {
 }
 
 /// A propagation delay, optionally with up to `jitter` of random extra
-/// delay per packet. Packets leave in the order they entered: a packet is
-/// never released before the one ahead of it.
-///
-/// The jitter breaks the phase effects of a perfectly deterministic
-/// network (Floyd and Jacobson, "On Traffic Phase Effects in
-/// Packet-Switched Gateways", 1992): without it, identical flows on a
-/// drop-tail queue can lock into patterns where one always loses.
+/// delay per packet ([`Jitter`], which says why). Packets leave in the
+/// order they entered: a packet is never released before the one ahead of
+/// it.
 #[derive(Debug)]
 pub struct Pipe {
     pub delay: Time,
-    /// How many extra delays a packet draws from (0 to `jitter` ns:
-    /// `jitter + 1`, saturating at a jitter of 584 years); 0: no jitter.
-    /// Kept as a `u64` so that the draw is one 64-by-64-bit multiply.
-    jitter_values: u64,
+    jitter: Jitter,
     last: Time,
     /// Packets in arrival order, each with its arrival time in `at`.
     q: Ring<Packet>,
@@ -270,11 +254,7 @@ impl Pipe {
     pub fn new(delay: Time, jitter: Time) -> Pipe {
         Pipe {
             delay,
-            jitter_values: if jitter > 0 {
-                jitter.saturating_add(1)
-            } else {
-                0
-            },
+            jitter: Jitter::new(jitter),
             last: 0,
             q: Ring::default(),
         }
@@ -284,12 +264,7 @@ impl Pipe {
     /// head (the caller schedules the arrival event).
     #[inline]
     pub fn push(&mut self, now: Time, p: &Packet, rng: &mut SplitMix64) -> Option<Time> {
-        let extra = if self.jitter_values > 0 {
-            // Uniform in [0, jitter] by a multiply, not a division.
-            ((rng.next_u64() as u128 * self.jitter_values as u128) >> 64) as Time
-        } else {
-            0
-        };
+        let extra = self.jitter.draw(rng);
         let at = (now + self.delay + extra).max(self.last);
         self.last = at;
         self.q.push_back(Packet { at, ..*p });

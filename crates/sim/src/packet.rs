@@ -84,6 +84,43 @@ impl Default for Packet {
     }
 }
 
+/// What the link models' queues read and change: the IP bytes, the ECN
+/// field, and the time field, which holds the enqueue time while a queue
+/// has the packet (a packet is never in a queue and a pipe at once).
+impl kleinrock_link::packet::Packet for Packet {
+    #[inline(always)]
+    fn bytes(&self) -> u32 {
+        self.bytes
+    }
+
+    #[inline(always)]
+    fn ecn_capable(&self) -> bool {
+        self.ecn != Ecn::NotEct
+    }
+
+    #[inline(always)]
+    fn set_ce(&mut self) {
+        self.ecn = Ecn::Ce;
+    }
+}
+
+impl kleinrock_link::packet::HeldPacket for Packet {
+    #[inline(always)]
+    fn enqueued(&self) -> Time {
+        self.at
+    }
+
+    #[inline(always)]
+    fn set_enqueued(&mut self, now: Time) {
+        self.at = now;
+    }
+
+    #[inline(always)]
+    fn flow(&self) -> u32 {
+        self.flow
+    }
+}
+
 impl Packet {
     pub fn data(flow: u32, seq: u32, bytes: u32) -> Packet {
         Packet {

@@ -9,16 +9,16 @@ use kleinrock_cc::Algorithm;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::codel::CodelParams;
-use crate::loss::LossModel;
-use crate::mahimahi::Trace;
-use crate::queue::Limit;
-use crate::red::RedParams;
 use crate::time::{serialization, Time, MS, SEC, US};
 use crate::world::{
     bdp_packets, data_packet_bytes, Config, FlowConfig, LinkConfig, PingConfig, QueueConfig,
     RequestResponse, UdpConfig,
 };
+use kleinrock_link::codel::CodelParams;
+use kleinrock_link::loss::LossModel;
+use kleinrock_link::mahimahi::Trace;
+use kleinrock_link::queue::Limit;
+use kleinrock_link::red::RedParams;
 
 /// A scenario that could not be read, as one sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,39 +1,15 @@
 //! Simulated time: nanoseconds since the start of the run, in a `u64`
-//! (enough for 584 years).
+//! (enough for 584 years). The unit and the serialization time are the
+//! link models' (`kleinrock_link::time`), shared with the lab; what only
+//! the simulated TCP needs is here.
 
-/// A point in simulated time, or a duration, in nanoseconds.
-pub type Time = u64;
-
-pub const US: Time = 1_000;
-pub const MS: Time = 1_000_000;
-pub const SEC: Time = 1_000_000_000;
+pub use kleinrock_link::time::{serialization, Time, MS, SEC, US};
 
 /// A deadline that never comes: stands for "none" where a plain time is
 /// cheaper to compare than an `Option`.
 pub const NEVER: Time = Time::MAX;
 
-/// Time to serialize `bytes` at `rate_bps`, rounded up to a nanosecond.
-pub fn serialization(bytes: u32, rate_bps: u64) -> Time {
-    // bytes * 8e9 fits a u64 for any packet (< 2^31 bytes); u128 beyond.
-    match (bytes as u64).checked_mul(8 * SEC) {
-        Some(bits_ns) => bits_ns.div_ceil(rate_bps.max(1)),
-        None => ((bytes as u128 * 8 * SEC as u128).div_ceil(rate_bps.max(1) as u128)) as Time,
-    }
-}
-
 /// Nanoseconds to microseconds, the unit of the TCP stack's clock.
 pub fn to_us(t: Time) -> u64 {
     t / US
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_1500_byte_packet_at_10_mbit_takes_1_2_ms() {
-        assert_eq!(serialization(1500, 10_000_000), 1_200_000);
-        assert_eq!(serialization(1500, 1_000_000_000), 12_000);
-        assert_eq!(serialization(1, 3), 2_666_666_667);
-    }
 }

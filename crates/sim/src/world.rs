@@ -12,17 +12,16 @@ use kleinrock_cc::rand::SplitMix64;
 use kleinrock_cc::{Algorithm, CaState, CongestionControl};
 use kleinrock_trace::Recorder;
 
-use crate::event::{Event, EventQueue};
-use std::collections::VecDeque;
+use kleinrock_link::codel::{Codel, CodelParams};
+use kleinrock_link::fq_codel::FqCodel;
+use kleinrock_link::loss::LossModel;
+use kleinrock_link::mahimahi::Trace;
+use kleinrock_link::queue::{Fifo, Limit};
+use kleinrock_link::red::{Red, RedParams, RedQueue};
 
-use crate::codel::{Codel, CodelParams};
-use crate::fq_codel::FqCodel;
+use crate::event::{Event, EventQueue};
 use crate::link::{Arrival, Link, LinkStats, Pipe, Qdisc};
-use crate::loss::LossModel;
-use crate::mahimahi::Trace;
 use crate::packet::{Kind, Packet, Wire};
-use crate::queue::{Fifo, Limit};
-use crate::red::{Red, RedParams};
 use crate::results::{
     FlowSample, FlowSummary, Histogram, PingSample, PingSummary, QueueSample, Results, UdpSummary,
 };
@@ -63,11 +62,10 @@ impl LinkConfig {
             QueueConfig::Fifo { limit, mark_at } => Qdisc::Fifo(Fifo::new(*limit, *mark_at)),
             QueueConfig::Codel(p) => Qdisc::Codel(Codel::new(*p)),
             QueueConfig::FqCodel(p) => Qdisc::FqCodel(FqCodel::new(*p)),
-            QueueConfig::Red(p) => Qdisc::Red(
-                Red::new(*p, serialization(data_packet_bytes(mss), self.rate_bps)),
-                VecDeque::new(),
-                0,
-            ),
+            QueueConfig::Red(p) => Qdisc::Red(RedQueue::new(Red::new(
+                *p,
+                serialization(data_packet_bytes(mss), self.rate_bps),
+            ))),
         };
         let mut link = Link::new(self.rate_bps, qdisc, self.loss.clone());
         link.trace = self.trace.clone().map(|t| (t, 0));

@@ -1,10 +1,10 @@
 //! End-to-end behaviour of the simulated TCP.
 
 use kleinrock_cc::Algorithm;
-use kleinrock_sim::loss::LossModel;
-use kleinrock_sim::queue::Limit;
 use kleinrock_sim::time::{MS, SEC};
 use kleinrock_sim::world::QueueConfig;
+use kleinrock_sim::Limit;
+use kleinrock_sim::LossModel;
 use kleinrock_sim::{Config, FlowConfig, LinkConfig, Results, Sim};
 
 fn link(rate_bps: u64, packets: u32, loss_ppm: u32) -> LinkConfig {
@@ -380,7 +380,7 @@ fn median_queue_delay_ms(r: &Results) -> f64 {
 
 #[test]
 fn codel_holds_a_standing_queue_near_its_target() {
-    use kleinrock_sim::codel::CodelParams;
+    use kleinrock_sim::CodelParams;
     let fifo = aqm_run(
         QueueConfig::Fifo {
             limit: Limit::Packets(1000),
@@ -406,8 +406,8 @@ fn codel_holds_a_standing_queue_near_its_target() {
 
 #[test]
 fn with_ecn_aqms_mark_instead_of_dropping() {
-    use kleinrock_sim::codel::CodelParams;
-    use kleinrock_sim::red::RedParams;
+    use kleinrock_sim::CodelParams;
+    use kleinrock_sim::RedParams;
     let marking = [
         QueueConfig::Codel(CodelParams {
             ecn: true,
@@ -480,7 +480,7 @@ fn ping_measures_the_queue_a_bulk_flow_builds() {
 
 #[test]
 fn a_trace_link_delivers_at_its_opportunities() {
-    use kleinrock_sim::mahimahi::Trace;
+    use kleinrock_sim::Trace;
     // 4 packets per ms for 500 ms, then 1 per ms for 500 ms: 48 then 12
     // Mbit/s, looping each second.
     let mut text = String::new();
@@ -1091,7 +1091,7 @@ fn trace_rows(path: &std::path::Path, columns: &[&str]) -> Vec<(String, Vec<i128
 /// holds whole: every packet is only delayed, so the timeouts the gap
 /// causes are spurious.
 fn delay_spike(cc: &str, path: &std::path::Path) -> Results {
-    use kleinrock_sim::mahimahi::Trace;
+    use kleinrock_sim::Trace;
     let text: String = (1..=3000)
         .filter(|ms| !(301..=1300).contains(ms))
         .map(|ms| format!("{ms}\n"))

@@ -23,6 +23,8 @@ pub struct Trace {
 pub struct LinkTraceError(pub String);
 
 impl Trace {
+    /// Parses a trace's text; `name` (a file name, say) is what errors
+    /// call it.
     pub fn parse(text: &str, name: &str) -> Result<Trace, LinkTraceError> {
         let mut opportunities = Vec::new();
         let mut last = 0u64;
@@ -57,6 +59,8 @@ impl Trace {
         })
     }
 
+    /// Reads and parses a trace file: the crate's one piece of I/O, a
+    /// convenience for callers that have a path rather than the text.
     pub fn load(path: &Path) -> Result<Trace, LinkTraceError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             LinkTraceError(format!("cannot read link trace {}: {e}", path.display()))

@@ -3,11 +3,14 @@
 //! it: an exponentially weighted average of the queue length decides, on
 //! arrival, to queue, to drop or mark with a probability rising linearly
 //! from `min` to `max` (then to 1 at twice `max`), spaced evenly by a count
-//! since the last drop.
+//! since the last drop. [`Red`] decides; [`RedQueue`] holds the packets
+//! it lets in, in arrival order.
+
+use std::collections::VecDeque;
 
 use kleinrock_cc::rand::SplitMix64;
 
-use crate::packet::{Ecn, Packet};
+use crate::packet::Packet;
 use crate::queue::Verdict;
 use crate::time::Time;
 
@@ -57,11 +60,11 @@ impl Red {
     }
 
     /// Decides for a packet arriving to a queue of `qlen` packets.
-    pub fn decide(
+    pub fn decide<P: Packet>(
         &mut self,
         now: Time,
         qlen: usize,
-        p: &mut Packet,
+        p: &mut P,
         rng: &mut SplitMix64,
     ) -> Verdict {
         let w = self.params.wq;
@@ -98,8 +101,8 @@ impl Red {
             return Verdict::Queued;
         }
         self.count = 0;
-        if self.params.ecn && p.ecn != Ecn::NotEct && pb < 1.0 {
-            p.ecn = Ecn::Ce;
+        if self.params.ecn && p.ecn_capable() && pb < 1.0 {
+            p.set_ce();
             Verdict::Marked
         } else {
             Verdict::Dropped
@@ -107,9 +110,62 @@ impl Red {
     }
 }
 
+/// RED in front of a FIFO of packets: [`Red`] decides on arrival, and the
+/// packets it lets in leave in order.
+#[derive(Clone, Debug)]
+pub struct RedQueue<P> {
+    pub red: Red,
+    q: VecDeque<P>,
+    bytes: u64,
+}
+
+impl<P: Packet> RedQueue<P> {
+    pub fn new(red: Red) -> RedQueue<P> {
+        RedQueue {
+            red,
+            q: VecDeque::new(),
+            bytes: 0,
+        }
+    }
+
+    /// A packet arrives at `now`: queued (perhaps marked) or dropped.
+    pub fn enqueue(&mut self, now: Time, mut p: P, rng: &mut SplitMix64) -> Verdict {
+        let v = self.red.decide(now, self.q.len(), &mut p, rng);
+        if v != Verdict::Dropped {
+            self.bytes += p.bytes() as u64;
+            self.q.push_back(p);
+        }
+        v
+    }
+
+    /// The next packet to send; when there is none, the link goes idle at
+    /// `now` (the average decays over the idle time).
+    pub fn dequeue(&mut self, now: Time) -> Option<P> {
+        let p = self.q.pop_front();
+        match &p {
+            Some(p) => self.bytes -= p.bytes() as u64,
+            None => self.red.idle(now),
+        }
+        p
+    }
+
+    pub fn len(&self) -> usize {
+        self.q.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::test::{Ecn, TestPacket as Packet};
 
     fn red(ecn: bool) -> Red {
         Red::new(
@@ -139,6 +195,29 @@ mod tests {
         // avg -> 10: pb = 0.05, spaced drops: about 1 in 1/(2 pb) ~ 10-20.
         assert!((300..1200).contains(&drops), "{drops}");
         assert!((r.average() - 10.0).abs() < 0.5);
+    }
+
+    #[test]
+    fn the_queue_keeps_what_red_lets_in_in_order_and_decays_when_idle() {
+        let mut q: RedQueue<Packet> = RedQueue::new(red(false));
+        let mut rng = SplitMix64::new(1);
+        for s in 0..3 {
+            assert_eq!(
+                q.enqueue(0, Packet::data(0, s, 1000 + s), &mut rng),
+                Verdict::Queued
+            );
+        }
+        assert_eq!((q.len(), q.bytes()), (3, 3003));
+        let avg = q.red.average();
+        assert!(avg > 0.0);
+        let seqs: Vec<u32> = (0..3).map(|_| q.dequeue(0).unwrap().seq).collect();
+        assert_eq!(seqs, [0, 1, 2]);
+        assert!(q.is_empty() && q.bytes() == 0);
+        // Empty at 0 and idle for 1000 packet times: the next arrival
+        // finds the average decayed (by 0.998^1000) before its own sample.
+        assert_eq!(q.dequeue(0), None);
+        q.enqueue(1_000_000, Packet::data(0, 3, 1000), &mut rng);
+        assert!(q.red.average() < avg * 0.2, "{}", q.red.average());
     }
 
     #[test]

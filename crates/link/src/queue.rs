@@ -1,10 +1,12 @@
 //! Queue disciplines at a link's head. Each decides, per packet, to queue,
 //! mark or drop; the link asks it for the next packet to send.
 //!
-//! Today: tail-drop FIFO sized in packets or bytes, with optional
-//! DCTCP-style step ECN marking at K packets.
+//! This file: the tail-drop FIFO sized in packets or bytes (a BDP is sized
+//! by the caller, in either), with optional DCTCP-style step ECN marking at
+//! K packets. The simulator's FIFO links and the lab's delay line admit
+//! packets through it.
 
-use crate::packet::{Ecn, Packet};
+use crate::packet::Packet;
 use crate::ring::Ring;
 use crate::time::Time;
 
@@ -17,7 +19,9 @@ pub enum Verdict {
     Dropped,
 }
 
-/// The size limit of a queue.
+/// The size limit of a queue: what may wait, the packet being sent not
+/// counted (as a Linux qdisc's limit counts its backlog: a packet handed
+/// to the device has left the qdisc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limit {
     Packets(u32),
@@ -33,7 +37,9 @@ pub enum Limit {
 pub struct Fifo {
     limit: Limit,
     /// Mark ECN-capable packets CE when at least this many packets are
-    /// queued (DCTCP's K); `None`: never mark.
+    /// queued (DCTCP's K); `None`: never mark. Queued means waiting, the
+    /// one being sent not counted: "more than K in the switch, the one
+    /// being sent included", said the other way.
     mark_at: Option<u32>,
     /// (service start, bytes) of packets not yet in service.
     waiting: Ring<(Time, u32)>,
@@ -73,6 +79,7 @@ impl Fifo {
         }
     }
 
+    #[inline]
     fn fits(&self, bytes: u32) -> bool {
         match self.limit {
             Limit::Packets(n) => self.waiting.len() < n,
@@ -83,29 +90,31 @@ impl Fifo {
     /// A packet arrives at `now` and would start service at `start` (after
     /// everything queued). Call [`Fifo::advance`] first.
     #[inline(always)]
-    pub fn admit(&mut self, now: Time, p: &mut Packet, start: Time) -> Verdict {
+    pub fn admit<P: Packet>(&mut self, now: Time, p: &mut P, start: Time) -> Verdict {
         if start <= now {
             // The link is idle: straight into service, never queued.
             return Verdict::Queued;
         }
-        if !self.fits(p.bytes) {
+        let bytes = p.bytes();
+        if !self.fits(bytes) {
             return Verdict::Dropped;
         }
         let mut verdict = Verdict::Queued;
         if let Some(k) = self.mark_at {
-            if self.waiting.len() >= k && p.ecn != Ecn::NotEct {
-                p.ecn = Ecn::Ce;
+            if self.waiting.len() >= k && p.ecn_capable() {
+                p.set_ce();
                 verdict = Verdict::Marked;
             }
         }
-        // No `p.at`: the departure is already known, and nothing
-        // after a FIFO reads a sojourn time.
-        self.bytes += p.bytes as u64;
-        self.waiting.push_back((start, p.bytes));
+        // No enqueue time kept: the departure is already known, and
+        // nothing after a FIFO reads a sojourn time.
+        self.bytes += bytes as u64;
+        self.waiting.push_back((start, bytes));
         verdict
     }
 
     /// Packets waiting (not in service).
+    #[inline]
     pub fn len(&self) -> usize {
         self.waiting.len() as usize
     }
@@ -114,6 +123,7 @@ impl Fifo {
         self.waiting.is_empty()
     }
 
+    #[inline]
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
@@ -122,6 +132,7 @@ impl Fifo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::test::{Ecn, TestPacket as Packet};
 
     /// Offers `n` packets at time 0 to a busy link that sends one per 10 ns.
     fn offer(f: &mut Fifo, p: Packet, n: usize) -> Vec<(Verdict, Packet)> {
@@ -153,7 +164,7 @@ mod tests {
         let mut f = Fifo::new(Limit::Bytes(4000), None);
         let v: Vec<_> = offer(&mut f, p, 3).into_iter().map(|x| x.0).collect();
         assert_eq!(v, [Verdict::Queued, Verdict::Queued, Verdict::Dropped]);
-        let mut a = Packet::ack(0, 0, 52);
+        let mut a = Packet::data(0, 0, 52);
         assert_eq!(f.admit(0, &mut a, 100), Verdict::Queued);
         assert_eq!(f.bytes(), 3052);
         // An idle link takes a packet straight into service.

@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 
 use crate::codel::{CodelParams, CodelVars, Outcome};
-use crate::packet::Packet;
+use crate::packet::HeldPacket;
 use crate::time::Time;
 
 /// `FQ_CODEL_QUANTUM`: one Ethernet MTU plus header.
@@ -19,31 +19,43 @@ pub const QUANTUM: i32 = 1514;
 /// Default number of flow queues.
 pub const FLOWS: usize = 1024;
 
-#[derive(Clone, Debug, Default)]
-struct FlowQueue {
-    q: VecDeque<Packet>,
+#[derive(Clone, Debug)]
+struct FlowQueue<P> {
+    q: VecDeque<P>,
     bytes: u64,
     deficit: i32,
     vars: CodelVars,
     listed: bool,
 }
 
+impl<P> FlowQueue<P> {
+    fn new() -> FlowQueue<P> {
+        FlowQueue {
+            q: VecDeque::new(),
+            bytes: 0,
+            deficit: 0,
+            vars: CodelVars::default(),
+            listed: false,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
-pub struct FqCodel {
+pub struct FqCodel<P> {
     /// CoDel parameters for every flow queue; `limit` is the total.
     pub params: CodelParams,
-    flows: Vec<FlowQueue>,
+    flows: Vec<FlowQueue<P>>,
     new_flows: VecDeque<usize>,
     old_flows: VecDeque<usize>,
     len: usize,
     bytes: u64,
 }
 
-impl FqCodel {
-    pub fn new(params: CodelParams) -> FqCodel {
+impl<P: HeldPacket> FqCodel<P> {
+    pub fn new(params: CodelParams) -> FqCodel<P> {
         FqCodel {
             params,
-            flows: vec![FlowQueue::default(); FLOWS],
+            flows: (0..FLOWS).map(|_| FlowQueue::new()).collect(),
             new_flows: VecDeque::new(),
             old_flows: VecDeque::new(),
             len: 0,
@@ -53,14 +65,15 @@ impl FqCodel {
 
     /// Queues a packet; returns how many packets overflow dropped (from the
     /// fattest queue, possibly this one).
-    pub fn enqueue(&mut self, now: Time, mut p: Packet) -> u32 {
-        let i = p.flow as usize % FLOWS;
-        p.at = now;
+    pub fn enqueue(&mut self, now: Time, mut p: P) -> u32 {
+        let i = p.flow() as usize % FLOWS;
+        p.set_enqueued(now);
+        let bytes = p.bytes() as u64;
         let f = &mut self.flows[i];
-        f.bytes += p.bytes as u64;
+        f.bytes += bytes;
         f.q.push_back(p);
         self.len += 1;
-        self.bytes += p.bytes as u64;
+        self.bytes += bytes;
         if !f.listed {
             f.listed = true;
             f.deficit = QUANTUM;
@@ -73,9 +86,9 @@ impl FqCodel {
                 .expect("flows");
             let f = &mut self.flows[fattest];
             if let Some(d) = f.q.pop_front() {
-                f.bytes -= d.bytes as u64;
+                f.bytes -= d.bytes() as u64;
                 self.len -= 1;
-                self.bytes -= d.bytes as u64;
+                self.bytes -= d.bytes() as u64;
                 dropped += 1;
             }
         }
@@ -83,7 +96,7 @@ impl FqCodel {
     }
 
     /// The next packet to send, CoDel having dropped or marked per flow.
-    pub fn dequeue(&mut self, now: Time, out: &mut Outcome) -> Option<Packet> {
+    pub fn dequeue(&mut self, now: Time, out: &mut Outcome) -> Option<P> {
         loop {
             let from_new = !self.new_flows.is_empty();
             let list = if from_new {
@@ -108,7 +121,7 @@ impl FqCodel {
             self.bytes -= before.1 - f.bytes;
             match p {
                 Some(p) => {
-                    f.deficit -= p.bytes as i32;
+                    f.deficit -= p.bytes() as i32;
                     return Some(p);
                 }
                 None => {
@@ -141,6 +154,7 @@ impl FqCodel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::test::TestPacket as Packet;
     use crate::time::MS;
 
     #[test]

@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use crate::packet::{Ecn, Packet};
+use crate::packet::HeldPacket;
 use crate::time::{Time, MS};
 
 /// CoDel's parameters.
@@ -67,9 +67,9 @@ pub struct Outcome {
 impl CodelVars {
     /// `codel_should_drop()`; `backlog_bytes` is what remains queued after
     /// taking `p`.
-    fn should_drop(
+    fn should_drop<P: HeldPacket>(
         &mut self,
-        p: Option<&Packet>,
+        p: Option<&P>,
         now: Time,
         backlog_bytes: u64,
         mtu: u32,
@@ -79,7 +79,7 @@ impl CodelVars {
             self.first_above_time = 0;
             return false;
         };
-        let sojourn = now.saturating_sub(p.at);
+        let sojourn = now.saturating_sub(p.enqueued());
         if sojourn < prm.target || backlog_bytes <= mtu as u64 {
             self.first_above_time = 0;
             return false;
@@ -93,19 +93,19 @@ impl CodelVars {
 
     /// `codel_dequeue()`: takes the next packet to send from `q`, dropping
     /// or marking per CoDel. `bytes` tracks the queue's byte count.
-    pub fn dequeue(
+    pub fn dequeue<P: HeldPacket>(
         &mut self,
-        q: &mut VecDeque<Packet>,
+        q: &mut VecDeque<P>,
         bytes: &mut u64,
         now: Time,
         prm: &CodelParams,
         out: &mut Outcome,
-    ) -> Option<Packet> {
+    ) -> Option<P> {
         let mtu = 1514;
-        let pop = |q: &mut VecDeque<Packet>, bytes: &mut u64| {
+        let pop = |q: &mut VecDeque<P>, bytes: &mut u64| {
             let p = q.pop_front();
             if let Some(p) = &p {
-                *bytes -= p.bytes as u64;
+                *bytes -= p.bytes() as u64;
             }
             p
         };
@@ -118,8 +118,8 @@ impl CodelVars {
                 while self.dropping && now >= self.drop_next {
                     self.count += 1;
                     let pk = p.as_mut().expect("should_drop saw a packet");
-                    if prm.ecn && pk.ecn != Ecn::NotEct {
-                        pk.ecn = Ecn::Ce;
+                    if prm.ecn && pk.ecn_capable() {
+                        pk.set_ce();
                         out.marked += 1;
                         self.drop_next = control_law(self.drop_next, prm.interval, self.count);
                         return p;
@@ -135,8 +135,8 @@ impl CodelVars {
             }
         } else if drop {
             let pk = p.as_mut().expect("should_drop saw a packet");
-            if prm.ecn && pk.ecn != Ecn::NotEct {
-                pk.ecn = Ecn::Ce;
+            if prm.ecn && pk.ecn_capable() {
+                pk.set_ce();
                 out.marked += 1;
             } else {
                 out.dropped += 1;
@@ -162,15 +162,15 @@ impl CodelVars {
 
 /// A single CoDel queue (Linux `sch_codel`).
 #[derive(Clone, Debug)]
-pub struct Codel {
+pub struct Codel<P> {
     pub params: CodelParams,
     vars: CodelVars,
-    q: VecDeque<Packet>,
+    q: VecDeque<P>,
     bytes: u64,
 }
 
-impl Codel {
-    pub fn new(params: CodelParams) -> Codel {
+impl<P: HeldPacket> Codel<P> {
+    pub fn new(params: CodelParams) -> Codel<P> {
         Codel {
             params,
             vars: CodelVars::default(),
@@ -180,17 +180,17 @@ impl Codel {
     }
 
     /// Tail-drops beyond the hard limit, else queues.
-    pub fn enqueue(&mut self, now: Time, mut p: Packet) -> bool {
+    pub fn enqueue(&mut self, now: Time, mut p: P) -> bool {
         if self.q.len() as u32 >= self.params.limit {
             return false;
         }
-        p.at = now;
-        self.bytes += p.bytes as u64;
+        p.set_enqueued(now);
+        self.bytes += p.bytes() as u64;
         self.q.push_back(p);
         true
     }
 
-    pub fn dequeue(&mut self, now: Time, out: &mut Outcome) -> Option<Packet> {
+    pub fn dequeue(&mut self, now: Time, out: &mut Outcome) -> Option<P> {
         self.vars
             .dequeue(&mut self.q, &mut self.bytes, now, &self.params, out)
     }
@@ -211,6 +211,7 @@ impl Codel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::test::{Ecn, TestPacket as Packet};
 
     #[test]
     fn control_law_spaces_drops_by_interval_over_sqrt_count() {
