@@ -9,6 +9,7 @@ use toml::Spanned as S;
 
 use super::units::{parse_bytes, parse_rate, Source};
 use super::ScenarioError;
+use crate::tcp::sender::HEADER_BYTES;
 use crate::time::{Time, MS};
 use crate::world::{FlowConfig, PingConfig, RequestResponse, UdpConfig};
 
@@ -142,15 +143,16 @@ fn request_response(
                 .into(),
         );
     }
+    // One segment of the scenario's `mss`, with its headers on the wire.
     let request_bytes = match req {
         None => 100,
         Some(r) => match parse_bytes(r.get_ref()) {
-            Some(b) if (1..=1448).contains(&b) => b as u32 + 52,
+            Some(b) if (1..=mss as u64).contains(&b) => b as u32 + HEADER_BYTES,
             _ => {
                 return src.err(
                     r.span(),
                     format!(
-                        "`request` = \"{}\" is not a size from 1B to 1448B (one segment)",
+                        "`request` = \"{}\" is not a size from 1B to {mss}B (one segment)",
                         r.get_ref()
                     ),
                 )
@@ -276,5 +278,42 @@ fn direction(src: &Source, d: &Option<S<String>>) -> Result<bool, ScenarioError>
                 "`direction` = \"{other}\" is not a direction; write \"upload\" or \"download\""
             ),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::parse;
+
+    /// A request/response flow's request bytes on the wire, or the error.
+    fn request(mss: u32, request: &str) -> Result<u32, String> {
+        let text = format!(
+            "duration = \"1s\"\n[tcp]\nmss = {mss}\n[link]\nrate = \"10Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\nresponse = \"100KB\"\nrequest = \"{request}\"\n"
+        );
+        match parse(&text, "r.toml", None) {
+            Ok(c) => Ok(c.flows[0].request_response.unwrap().request_bytes),
+            Err(e) => Err(e.0),
+        }
+    }
+
+    #[test]
+    fn a_request_is_one_segment_of_the_scenarios_mss() {
+        // Jumbo frames: a 9000-byte request is one segment, plus 52 bytes
+        // of headers (the 1448-byte limit of the default mss no longer holds).
+        assert_eq!(request(9000, "9000B"), Ok(9052));
+        assert_eq!(
+            request(9000, "9001B"),
+            Err("r.toml line 10: `request` = \"9001B\" is not a size from 1B to 9000B (one segment)".into())
+        );
+        // The IPv4 minimum: 536 bytes.
+        assert_eq!(request(536, "536B"), Ok(588));
+        assert_eq!(
+            request(536, "1000B"),
+            Err(
+                "r.toml line 10: `request` = \"1000B\" is not a size from 1B to 536B (one segment)"
+                    .into()
+            )
+        );
+        assert_eq!(request(1448, "1448B"), Ok(1500));
     }
 }
