@@ -13,7 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use kleinrock_cc::Algorithm;
-use kleinrock_sim::scenario::{self, ScenarioError, Source};
+use kleinrock_sim::scenario::units::Source;
+use kleinrock_sim::scenario::{self, ScenarioError};
 use kleinrock_sim::Config;
 use serde::Deserialize;
 use toml::Spanned as S;

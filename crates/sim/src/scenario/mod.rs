@@ -21,8 +21,7 @@ mod link;
 mod queue;
 pub mod units;
 
-use units::parse_bytes;
-pub use units::Source;
+use units::{parse_bytes, Source};
 
 use crate::time::MS;
 use crate::world::Config;
