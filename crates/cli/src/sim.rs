@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use kleinrock_report::plan::Scenario;
+use kleinrock_report::plan;
 use kleinrock_sim::Results;
 
 use crate::runner::{run_all, Job};
@@ -36,7 +36,7 @@ fn jobs(a: &Args) -> Result<Vec<Job>, Failure> {
     for path in &a.scenarios {
         // The whole file is checked, its `[compare]` table too (only
         // `kleinrock compare` reads it): a mistake there is one still.
-        let cfg = Scenario::load(path)?.config;
+        let cfg = plan::load_config(path)?;
         let stem = path
             .file_stem()
             .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());

@@ -151,19 +151,8 @@ pub struct PlannedRun {
 impl Scenario {
     /// Reads and checks a scenario file, including its `[compare]` table.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ScenarioError(format!("cannot read scenario {}: {e}", path.display())))?;
+        let (text, config, compare) = read(path)?;
         let file = path.display().to_string();
-        let config = scenario::parse(&text, &file, path.parent())?;
-        let src = Source {
-            file: &file,
-            text: &text,
-            lines: true,
-        };
-        let compare = match src.decode::<File>()?.compare {
-            None => Compare::default(),
-            Some(c) => compare_table(&src, &c)?,
-        };
         let table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| ScenarioError(format!("{file}: {}", e.message())))?;
@@ -258,6 +247,31 @@ impl Scenario {
         }
         Ok(runs)
     }
+}
+
+/// A scenario file's configuration, its `[compare]` table checked too: what
+/// `kleinrock sim` runs. Cheaper than [`Scenario::load`], which keeps the
+/// text as a table to vary.
+pub fn load_config(path: &Path) -> Result<Config, ScenarioError> {
+    read(path).map(|(_, config, _)| config)
+}
+
+/// A scenario file's text, configuration and `[compare]` table.
+fn read(path: &Path) -> Result<(String, Config, Compare), ScenarioError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ScenarioError(format!("cannot read scenario {}: {e}", path.display())))?;
+    let file = path.display().to_string();
+    let config = scenario::parse(&text, &file, path.parent())?;
+    let src = Source {
+        file: &file,
+        text: &text,
+        lines: true,
+    };
+    let compare = match src.decode::<File>()?.compare {
+        None => Compare::default(),
+        Some(c) => compare_table(&src, &c)?,
+    };
+    Ok((text, config, compare))
 }
 
 /// Every point the sweeps span: one (key, value) per sweep, the first
