@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use kleinrock_cc::Algorithm;
+use kleinrock_report::plan::{value_label, Scenario, Sweep};
 use kleinrock_report::{Comparison, Run};
-use kleinrock_sim::scenario::{value_label, Scenario, Sweep};
 
 use crate::runner::{run_all, Job};
 use crate::Failure;
@@ -107,43 +107,15 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         .unwrap_or_else(|| Path::new("out").join("compare").join(&name));
     writable(&out)?;
 
-    // Every point of the grid, checked before anything runs.
-    let mut points: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
-    for sw in &sweeps {
-        points = points
-            .into_iter()
-            .flat_map(|p| {
-                sw.values.iter().map(move |v| {
-                    let mut q = p.clone();
-                    q.push((sw.key.clone(), v.clone()));
-                    q
-                })
-            })
-            .collect();
-    }
+    // Every run, checked before anything runs.
     let mut jobs = Vec::new();
     let mut labels = Vec::new();
-    for point in &points {
-        for (spec, canon) in specs.iter().zip(&canonical) {
-            let cc = toml::Value::String(spec.clone());
-            let mut overrides: Vec<(&str, &toml::Value)> =
-                point.iter().map(|(k, v)| (k.as_str(), v)).collect();
-            overrides.push(("cc", &cc));
-            let cfg = scn.with(&overrides)?;
-            for &seed in &seeds {
-                let mut c = cfg.clone();
-                c.seed = seed;
-                let pt: Vec<(String, String)> = point
-                    .iter()
-                    .map(|(k, v)| (k.clone(), value_label(v)))
-                    .collect();
-                labels.push((canon.clone(), pt, seed));
-                jobs.push(Job {
-                    name: format!("{name} {canon} seed {seed}"),
-                    cfg: c,
-                });
-            }
-        }
+    for run in scn.plan(&specs, &sweeps, &seeds)? {
+        jobs.push(Job {
+            name: format!("{name} {} seed {}", run.spec, run.seed),
+            cfg: run.config,
+        });
+        labels.push((run.spec, run.point, run.seed));
     }
     if !a.quiet {
         eprintln!(

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use kleinrock_sim::scenario;
+use kleinrock_report::plan;
 use kleinrock_sim::Results;
 
 use crate::runner::{run_all, Job};
@@ -34,7 +34,9 @@ pub struct Args {
 fn jobs(a: &Args) -> Result<Vec<Job>, Failure> {
     let mut out = Vec::new();
     for path in &a.scenarios {
-        let cfg = scenario::load(path)?;
+        // The whole file is checked, its `[compare]` table too (only
+        // `kleinrock compare` reads it): a mistake there is one still.
+        let cfg = plan::load_config(path)?;
         let stem = path
             .file_stem()
             .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());

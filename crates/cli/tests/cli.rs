@@ -1,29 +1,12 @@
 //! The `kleinrock` binary as a user meets it: outputs, exit codes, and one
 //! clear sentence for every kind of bad input.
 
+mod common;
+
 use std::fs;
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn kleinrock(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kleinrock"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("kleinrock-cli-{}-{name}", std::process::id()));
-    fs::create_dir_all(&d).unwrap();
-    d
-}
+use common::{kleinrock, scenarios, text, tmpdir};
 
 #[test]
 fn model_runs_traces_and_replays_every_spec() {
@@ -235,14 +218,21 @@ fn sim_errors_name_the_file_line_and_key() {
         "{e}"
     );
     assert_eq!(e.lines().count(), 1, "{e}");
+    // `sim` does not read the [compare] table, but a mistake there is one.
+    fs::write(
+        &scenario,
+        "duration = \"5s\"\n[link]\nrate = \"1Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n[compare]\ncc = [\"renoo\"]\n",
+    )
+    .unwrap();
+    let e = one_error(&["sim", scenario.to_str().unwrap()]);
+    assert!(
+        e.contains("bad.toml line 8: `cc` in [compare]: unknown algorithm `renoo`"),
+        "{e}"
+    );
 }
 
 fn scenario(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
+    scenarios().join(name).to_string_lossy().into_owned()
 }
 
 #[test]

@@ -1,24 +1,14 @@
 //! `kleinrock compare`: the runs it makes, the report directory it writes,
 //! and one sentence for each kind of mistake.
 
+mod common;
+
 use std::fs;
 use std::io::Read;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-fn kleinrock(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kleinrock"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("kleinrock-cmp-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
+use common::{kleinrock, scenarios, text, tmpdir};
 
 const SCENARIO: &str = r#"
 name = "two uploads and a ping"
@@ -37,7 +27,7 @@ rtt = "40ms"
 cc = ["cubic", "cdg"]
 "#;
 
-fn scenario(dir: &std::path::Path) -> PathBuf {
+fn scenario(dir: &Path) -> PathBuf {
     let p = dir.join("two-up.toml");
     fs::write(&p, SCENARIO).unwrap();
     p
@@ -61,10 +51,7 @@ fn compare_writes_a_report_with_every_run() {
         out.to_str().unwrap(),
         "--quiet",
     ]);
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr),
-    );
+    let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stdout}\n{stderr}");
     // The table: one row per point and algorithm.
     assert_eq!(
@@ -271,7 +258,7 @@ fn compare_works_on_every_shipped_scenario() {
     // Two simulated seconds each (a `duration` override), every scenario
     // in scenarios/, with its own [compare] table or cubic.
     let dir = tmpdir("shipped");
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let root = scenarios();
     let mut n = 0;
     for entry in fs::read_dir(&root).unwrap() {
         let path = entry.unwrap().path();

@@ -34,7 +34,8 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use kleinrock_cc::Algorithm;
-use kleinrock_sim::scenario::{parse_duration, parse_generated, ScenarioError};
+use kleinrock_sim::scenario::units::{parse_bytes, parse_duration, Source};
+use kleinrock_sim::scenario::{parse_generated, ScenarioError};
 use kleinrock_sim::time::Time;
 use kleinrock_sim::Config;
 use serde::Deserialize;
@@ -107,7 +108,6 @@ pub struct PathType {
     pub after: Option<(u32, Network)>,
 }
 
-/// A whole workload.
 /// A class of connection sizes: `bytes` to transfer (`None`: bulk data for
 /// the workload's `duration`), drawn with probability proportional to
 /// `weight`.
@@ -118,6 +118,7 @@ pub struct SizeClass {
     pub weight: f64,
 }
 
+/// A whole workload.
 #[derive(Clone, Debug)]
 pub struct Workload {
     pub name: String,
@@ -134,49 +135,33 @@ pub struct Workload {
     pub paths: Vec<PathType>,
 }
 
-struct Ctx<'a> {
-    file: &'a str,
-    text: &'a str,
+/// How a workload's durations are written.
+const DURATION_EXAMPLE: &str = "\"2s\" or \"500ms\"";
+
+/// A positive duration, in the words a workload's keys use.
+fn positive(src: &Source, v: &S<String>, key: &str, example: &str) -> Result<Time, ScenarioError> {
+    match parse_duration(v.get_ref()) {
+        Some(t) if t > 0 => Ok(t),
+        _ => src.err(
+            v.span(),
+            format!(
+                "`{key}` = \"{}\" is not a positive duration; write e.g. {example}",
+                v.get_ref()
+            ),
+        ),
+    }
 }
 
-impl Ctx<'_> {
-    fn err<T>(&self, span: std::ops::Range<usize>, msg: String) -> Result<T, ScenarioError> {
-        let line = self.text[..span.start.min(self.text.len())]
-            .matches('\n')
-            .count()
-            + 1;
-        Err(ScenarioError(format!("{} line {line}: {msg}", self.file)))
-    }
+/// A count from `lo` to `hi` (at most `u32::MAX`).
+fn count(src: &Source, v: &S<i64>, key: &str, lo: i64, hi: i64) -> Result<u32, ScenarioError> {
+    Ok(src.int(v, key, lo, hi)? as u32)
+}
 
-    fn duration(&self, v: &S<String>, key: &str) -> Result<Time, ScenarioError> {
-        match parse_duration(v.get_ref()) {
-            Some(t) if t > 0 => Ok(t),
-            _ => self.err(
-                v.span(),
-                format!(
-                    "`{key}` = \"{}\" is not a positive duration; write e.g. \"2s\" or \"500ms\"",
-                    v.get_ref()
-                ),
-            ),
-        }
-    }
-
-    fn count(&self, v: &S<i64>, key: &str, lo: i64, hi: i64) -> Result<u32, ScenarioError> {
-        let x = *v.get_ref();
-        if x < lo || x > hi {
-            return self.err(
-                v.span(),
-                format!("`{key}` = {x} is out of range; it must be from {lo} to {hi}"),
-            );
-        }
-        Ok(x as u32)
-    }
-
-    fn spec(&self, v: &S<String>, key: &str) -> Result<String, ScenarioError> {
-        match v.get_ref().parse::<Algorithm>() {
-            Ok(a) => Ok(a.spec()),
-            Err(e) => self.err(v.span(), format!("`{key}`: {e}")),
-        }
+/// An algorithm spec, as `kleinrock algorithms` prints it.
+fn spec(src: &Source, v: &S<String>, key: &str) -> Result<String, ScenarioError> {
+    match v.get_ref().parse::<Algorithm>() {
+        Ok(a) => Ok(a.spec()),
+        Err(e) => src.err(v.span(), format!("`{key}`: {e}")),
     }
 }
 
@@ -232,31 +217,26 @@ impl Workload {
     }
 
     pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Workload, ScenarioError> {
-        let cx = Ctx { file, text };
-        let f: File = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(1, |s| {
-                text[..s.start.min(text.len())].matches('\n').count() + 1
-            });
-            let msg = e
-                .message()
-                .replace("unknown field", "unknown key")
-                .replace("missing field", "missing key");
-            ScenarioError(format!("{file} line {line}: {msg}"))
-        })?;
-        let connections = cx.count(&f.connections, "connections", 1, 100_000)?;
-        let duration = cx.duration(&f.duration, "duration")?;
-        let gap = cx.duration(&f.gap, "gap")?;
+        let src = Source {
+            file,
+            text,
+            lines: true,
+        };
+        let f: File = src.decode()?;
+        let connections = count(&src, &f.connections, "connections", 1, 100_000)?;
+        let duration = positive(&src, &f.duration, "duration", DURATION_EXAMPLE)?;
+        let gap = positive(&src, &f.gap, "gap", DURATION_EXAMPLE)?;
         let sample = match &f.sample {
-            Some(s) => cx.duration(s, "sample")?,
+            Some(s) => positive(&src, s, "sample", DURATION_EXAMPLE)?,
             None => duration / 4,
         }
         .min(duration);
         let outcome_seeds = match &f.outcome_seeds {
-            Some(s) => cx.count(s, "outcome_seeds", 1, 64)?,
+            Some(s) => count(&src, s, "outcome_seeds", 1, 64)?,
             None => 4,
         };
         let seed = match &f.seed {
-            Some(s) => cx.count(s, "seed", 0, u32::MAX as i64)? as u64,
+            Some(s) => count(&src, s, "seed", 0, u32::MAX as i64)? as u64,
             None => 1,
         };
         let candidates = match &f.candidates {
@@ -266,7 +246,7 @@ impl Workload {
                 .collect(),
             Some(c) => c
                 .iter()
-                .map(|s| cx.spec(s, "candidates"))
+                .map(|s| spec(&src, s, "candidates"))
                 .collect::<Result<Vec<_>, _>>()?,
         };
         if !candidates.iter().any(|c| c == "cubic") {
@@ -280,10 +260,10 @@ impl Workload {
             let bytes = if label == "bulk" {
                 None
             } else {
-                match kleinrock_sim::scenario::parse_bytes(&label) {
+                match parse_bytes(&label) {
                     Some(b) if b > 0 => Some(b),
                     _ => {
-                        return cx.err(
+                        return src.err(
                             z.size.span(),
                             format!("`size` = \"{label}\" is not a size; write e.g. \"100KB\", \"10MB\" or \"bulk\""),
                         )
@@ -294,7 +274,7 @@ impl Workload {
                 None => 1.0,
                 Some(w) if w.get_ref().is_finite() && *w.get_ref() > 0.0 => *w.get_ref(),
                 Some(w) => {
-                    return cx.err(
+                    return src.err(
                         w.span(),
                         format!("`weight` = {} is not a positive number", w.get_ref()),
                     )
@@ -322,26 +302,18 @@ impl Workload {
         for p in &f.path {
             let name = p.name.get_ref().clone();
             let destinations = match &p.destinations {
-                Some(d) => cx.count(d, "destinations", 1, 1_000_000)?,
+                Some(d) => count(&src, d, "destinations", 1, 1_000_000)?,
                 None => 1,
             };
             let first_address: IpAddr = match p.address.get_ref().parse() {
                 Ok(a) => a,
-                Err(_) => return cx.err(p.address.span(), format!("`address` = \"{}\" is not an IP address; write e.g. \"10.0.0.1\" or \"2001:db8::1\"", p.address.get_ref())),
+                Err(_) => return src.err(p.address.span(), format!("`address` = \"{}\" is not an IP address; write e.g. \"10.0.0.1\" or \"2001:db8::1\"", p.address.get_ref())),
             };
-            if parse_duration(p.rtt.get_ref()).is_none_or(|t| t == 0) {
-                return cx.err(
-                    p.rtt.span(),
-                    format!(
-                        "`rtt` = \"{}\" is not a positive duration; write e.g. \"40ms\"",
-                        p.rtt.get_ref()
-                    ),
-                );
-            }
+            positive(&src, &p.rtt, "rtt", "\"40ms\"")?;
             let unavailable = p
                 .unavailable
                 .iter()
-                .map(|s| cx.spec(s, "unavailable"))
+                .map(|s| spec(&src, s, "unavailable"))
                 .collect::<Result<Vec<_>, _>>()?;
             let ecn = p.peer_ecn.unwrap_or(true);
             let conn = Connection {
@@ -354,7 +326,7 @@ impl Workload {
             let after = match &p.change {
                 None => None,
                 Some(c) => {
-                    let after = cx.count(&c.after, "after", 1, connections as i64)?;
+                    let after = count(&src, &c.after, "after", 1, connections as i64)?;
                     let mut link = p.link.clone();
                     for (k, v) in &c.link {
                         link.insert(k.clone(), v.clone());

@@ -3,6 +3,8 @@
 //! compare, SVG plots, one self-contained `report.html`, CSV and JSON of
 //! everything, and flent data files that flent's own plotter opens.
 //!
+//! - [`plan`]: the scenario, its `[compare]` table and sweeps, and the runs
+//!   they span.
 //! - [`run`]: a comparison's runs and each run's headline metrics.
 //! - [`palette`]: one colour per algorithm, the same in every plot.
 //! - [`plots`]: the plots, drawn with plotters' SVG backend.
@@ -12,6 +14,7 @@
 pub mod flent;
 pub mod html;
 pub mod palette;
+pub mod plan;
 pub mod plots;
 pub mod run;
 

@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
+use kleinrock_report::plan::Scenario;
 use kleinrock_report::{Metrics, Run};
-use kleinrock_sim::scenario::{value_label, Scenario};
 use kleinrock_sim::Sim;
 
 fn scenario(name: &str) -> Scenario {
@@ -19,43 +19,16 @@ fn scenario(name: &str) -> Scenario {
 /// Runs the scenario's `[compare]` grid (first seed only unless `seeds`),
 /// in parallel, and returns every run.
 fn grid(s: &Scenario, seeds: &[u64]) -> Vec<Run> {
-    let mut points: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
-    for sw in &s.compare.sweeps {
-        points = points
-            .into_iter()
-            .flat_map(|p| {
-                sw.values.iter().map(move |v| {
-                    let mut q = p.clone();
-                    q.push((sw.key.clone(), v.clone()));
-                    q
-                })
-            })
-            .collect();
-    }
-    let mut jobs = Vec::new();
-    for p in &points {
-        for spec in &s.compare.cc {
-            let cc = toml::Value::String(spec.clone());
-            let mut o: Vec<(&str, &toml::Value)> = p.iter().map(|(k, v)| (k.as_str(), v)).collect();
-            o.push(("cc", &cc));
-            let cfg = s.with(&o).unwrap();
-            for &seed in seeds {
-                let mut c = cfg.clone();
-                c.seed = seed;
-                let point = p.iter().map(|(k, v)| (k.clone(), value_label(v))).collect();
-                jobs.push((spec.clone(), point, seed, c));
-            }
-        }
-    }
+    let planned = s.plan(&s.compare.cc, &s.compare.sweeps, seeds).unwrap();
     std::thread::scope(|sc| {
-        let handles: Vec<_> = jobs
+        let handles: Vec<_> = planned
             .into_iter()
-            .map(|(spec, point, seed, cfg)| {
+            .map(|p| {
                 sc.spawn(move || Run {
-                    spec,
-                    point,
-                    seed,
-                    results: Sim::new(cfg).unwrap().run(&mut |_| {}).unwrap(),
+                    spec: p.spec,
+                    point: p.point,
+                    seed: p.seed,
+                    results: Sim::new(p.config).unwrap().run(&mut |_| {}).unwrap(),
                 })
             })
             .collect();

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use kleinrock_sim::results::{FlowSample, QueueSample};
-use kleinrock_sim::scenario::Scenario;
+use kleinrock_sim::scenario;
 use kleinrock_sim::time::SEC;
 use kleinrock_sim::Sim;
 
@@ -66,7 +66,7 @@ fn footprint(scenario: &str, secs: u64) -> Footprint {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../scenarios")
         .join(scenario);
-    let mut cfg = Scenario::load(&path).unwrap().config;
+    let mut cfg = scenario::load(&path).unwrap();
     cfg.duration = secs * SEC;
     let base = LIVE.load(Relaxed);
     PEAK.store(base, Relaxed);

@@ -1,0 +1,499 @@
+//! What `kleinrock compare` runs: a scenario kept as text so that its keys
+//! can vary, the scenario's `[compare]` table (docs/COMPARE.md), sweeps,
+//! and the grid of runs they span: every algorithm at every point, with
+//! every seed, each configuration checked before anything runs.
+//!
+//! This lives with the report rather than in the simulator: the table and
+//! the sweeps describe a comparison (which runs, how the report labels and
+//! groups them), not a network, and both the CLI and the seed experiments'
+//! tests (tests/experiments.rs) build their runs here, so the grid is
+//! written once. The simulator reads the scenario itself
+//! (`kleinrock_sim::scenario`) and leaves `[compare]` to this module.
+
+use std::path::{Path, PathBuf};
+
+use kleinrock_cc::Algorithm;
+use kleinrock_sim::scenario::units::Source;
+use kleinrock_sim::scenario::{self, ScenarioError};
+use kleinrock_sim::Config;
+use serde::Deserialize;
+use toml::Spanned as S;
+
+/// The scenario's `[compare]` table, if any; every other key is the
+/// simulator's.
+#[derive(Deserialize, Debug)]
+struct File {
+    compare: Option<CompareSection>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct CompareSection {
+    cc: Option<Vec<S<String>>>,
+    seeds: Option<Vec<S<i64>>>,
+    #[serde(default)]
+    sweep: Vec<SweepSection>,
+    flent_test: Option<S<String>>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct SweepSection {
+    key: S<String>,
+    values: S<Vec<toml::Value>>,
+}
+
+/// What a scenario's `[compare]` table asks of `kleinrock compare`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Compare {
+    /// Algorithm specs, each run with every flow using it.
+    pub cc: Vec<String>,
+    pub seeds: Vec<u64>,
+    pub sweeps: Vec<Sweep>,
+    /// The flent test whose name and series the `.flent.gz` files carry.
+    pub flent_test: Option<String>,
+}
+
+/// One swept scenario key and its values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    pub key: String,
+    pub values: Vec<toml::Value>,
+}
+
+impl Sweep {
+    /// A sweep from `key=v1,v2,...` (`--sweep loss=0.1%,1%`): integers stay
+    /// integers, booleans booleans, anything else is a string.
+    pub fn parse(arg: &str) -> Result<Sweep, ScenarioError> {
+        let (key, values) = arg.split_once('=').ok_or_else(|| {
+            ScenarioError(format!(
+                "`--sweep {arg}` is not KEY=VALUES; write e.g. `--sweep loss=0.1%,1%,10%` (keys: {})",
+                SWEEP_ALIASES.iter().map(|(a, _)| *a).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        let values: Vec<toml::Value> = values
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| {
+                if let Ok(i) = v.parse::<i64>() {
+                    toml::Value::Integer(i)
+                } else if let Ok(b) = v.parse::<bool>() {
+                    toml::Value::Boolean(b)
+                } else {
+                    toml::Value::String(v.to_string())
+                }
+            })
+            .collect();
+        if values.is_empty() {
+            return Err(ScenarioError(format!(
+                "`--sweep {arg}` lists no values; write e.g. `--sweep {key}=a,b,c`"
+            )));
+        }
+        Ok(Sweep {
+            key: key.trim().to_string(),
+            values,
+        })
+    }
+}
+
+/// Short names for the keys people sweep, and the scenario keys they set.
+pub const SWEEP_ALIASES: &[(&str, &[&str])] = &[
+    ("loss", &["link.loss"]),
+    ("rate", &["link.rate"]),
+    ("queue", &["link.queue"]),
+    ("buffer", &["link.queue"]),
+    ("delay", &["link.delay"]),
+    ("rtt", &["flow.rtt", "ping.rtt", "udp.rtt"]),
+    ("hz", &["tcp.hz"]),
+    ("mss", &["tcp.mss"]),
+    ("cc", &["flow.cc"]),
+];
+
+/// The scenario keys an override name sets.
+fn override_paths(key: &str) -> Vec<String> {
+    match SWEEP_ALIASES.iter().find(|(a, _)| *a == key) {
+        Some((_, paths)) => paths.iter().map(|p| p.to_string()).collect(),
+        None => vec![key.to_string()],
+    }
+}
+
+/// A value as a person would write it in the scenario (`1%`, `100`).
+pub fn value_label(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A scenario file kept as text, so that a comparison can vary its keys.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub path: PathBuf,
+    text: String,
+    table: toml::Table,
+    pub config: Config,
+    pub compare: Compare,
+}
+
+/// One run of a comparison: an algorithm at one point of the sweep grid,
+/// with one seed.
+#[derive(Clone, Debug)]
+pub struct PlannedRun {
+    /// The algorithm as `kleinrock algorithms` prints it.
+    pub spec: String,
+    /// Each swept key and its value at this point, as written.
+    pub point: Vec<(String, String)>,
+    pub seed: u64,
+    pub config: Config,
+}
+
+impl Scenario {
+    /// Reads and checks a scenario file, including its `[compare]` table.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let (text, config, compare) = read(path)?;
+        let file = path.display().to_string();
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ScenarioError(format!("{file}: {}", e.message())))?;
+        Ok(Scenario {
+            path: path.to_path_buf(),
+            text,
+            table,
+            config,
+            compare,
+        })
+    }
+
+    /// The scenario text as read.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The configuration with `overrides` (key, value) applied, as if the
+    /// file said so: `flow.cc` sets every flow's algorithm, `link.loss`
+    /// the link's loss, and the short names of [`SWEEP_ALIASES`] stand for
+    /// their keys. A value the scenario would refuse is refused here, in
+    /// one sentence naming the override.
+    pub fn with(&self, overrides: &[(&str, &toml::Value)]) -> Result<Config, ScenarioError> {
+        if overrides.is_empty() {
+            return Ok(self.config.clone());
+        }
+        let mut table = self.table.clone();
+        let mut label = Vec::new();
+        for &(key, value) in overrides {
+            label.push(format!("{key} = {}", value_label(value)));
+            for path in override_paths(key) {
+                set_path(&mut table, &path, value).map_err(|why| {
+                    ScenarioError(format!(
+                        "{}: cannot set `{key}` ({why}); sweepable keys are {} or a scenario key such as `link.up.loss`",
+                        self.path.display(),
+                        SWEEP_ALIASES.iter().map(|(a, _)| *a).collect::<Vec<_>>().join(", ")
+                    ))
+                })?;
+            }
+        }
+        let text = toml::to_string(&table)
+            .map_err(|e| ScenarioError(format!("{}: {e}", self.path.display())))?;
+        let file = format!("{} with {}", self.path.display(), label.join(", "));
+        scenario::parse_generated(&text, &file, self.path.parent())
+    }
+
+    /// Every run of the comparison: each point of the grid the `sweeps`
+    /// span (the first sweep varying slowest), each algorithm of `specs`
+    /// (as written: flows are given them so), each of `seeds`, in that
+    /// order. Every point's configuration is checked before any run.
+    pub fn plan(
+        &self,
+        specs: &[String],
+        sweeps: &[Sweep],
+        seeds: &[u64],
+    ) -> Result<Vec<PlannedRun>, ScenarioError> {
+        let mut canonical = Vec::new();
+        for spec in specs {
+            match spec.parse::<Algorithm>() {
+                Ok(a) => canonical.push(a.spec()),
+                Err(e) => {
+                    return Err(ScenarioError(format!(
+                        "{}: cannot compare `{spec}`: {e}",
+                        self.path.display()
+                    )))
+                }
+            }
+        }
+        let mut runs = Vec::new();
+        for point in grid(sweeps) {
+            let labels: Vec<(String, String)> = point
+                .iter()
+                .map(|(k, v)| (k.clone(), value_label(v)))
+                .collect();
+            for (spec, canon) in specs.iter().zip(&canonical) {
+                let cc = toml::Value::String(spec.clone());
+                let mut overrides: Vec<(&str, &toml::Value)> =
+                    point.iter().map(|(k, v)| (k.as_str(), v)).collect();
+                overrides.push(("cc", &cc));
+                let config = self.with(&overrides)?;
+                for &seed in seeds {
+                    let mut c = config.clone();
+                    c.seed = seed;
+                    runs.push(PlannedRun {
+                        spec: canon.clone(),
+                        point: labels.clone(),
+                        seed,
+                        config: c,
+                    });
+                }
+            }
+        }
+        Ok(runs)
+    }
+}
+
+/// A scenario file's configuration, its `[compare]` table checked too: what
+/// `kleinrock sim` runs. Cheaper than [`Scenario::load`], which keeps the
+/// text as a table to vary.
+pub fn load_config(path: &Path) -> Result<Config, ScenarioError> {
+    read(path).map(|(_, config, _)| config)
+}
+
+/// A scenario file's text, configuration and `[compare]` table.
+fn read(path: &Path) -> Result<(String, Config, Compare), ScenarioError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ScenarioError(format!("cannot read scenario {}: {e}", path.display())))?;
+    let file = path.display().to_string();
+    let config = scenario::parse(&text, &file, path.parent())?;
+    let src = Source {
+        file: &file,
+        text: &text,
+        lines: true,
+    };
+    let compare = match src.decode::<File>()?.compare {
+        None => Compare::default(),
+        Some(c) => compare_table(&src, &c)?,
+    };
+    Ok((text, config, compare))
+}
+
+/// Every point the sweeps span: one (key, value) per sweep, the first
+/// sweep varying slowest; one empty point without sweeps.
+fn grid(sweeps: &[Sweep]) -> Vec<Vec<(String, toml::Value)>> {
+    let mut points: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
+    for sw in sweeps {
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                sw.values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push((sw.key.clone(), v.clone()));
+                    q
+                })
+            })
+            .collect();
+    }
+    points
+}
+
+/// Sets `a.b` in `table`: in every element when `a` is an array of tables
+/// (`flow`, `ping`, `udp`), creating the table `a` when it is missing. A
+/// path into an array that is absent (no `[[ping]]`) sets nothing.
+fn set_path(table: &mut toml::Table, path: &str, value: &toml::Value) -> Result<(), String> {
+    let parts: Vec<&str> = path.split('.').collect();
+    fn set(t: &mut toml::Table, parts: &[&str], value: &toml::Value) -> Result<(), String> {
+        let (first, rest) = parts.split_first().ok_or("an empty key")?;
+        if rest.is_empty() {
+            t.insert(first.to_string(), value.clone());
+            return Ok(());
+        }
+        if ["flow", "ping", "udp"].contains(first) && !t.contains_key(*first) {
+            return Ok(());
+        }
+        match t
+            .entry(first.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        {
+            toml::Value::Table(inner) => set(inner, rest, value),
+            toml::Value::Array(items) => {
+                for item in items {
+                    match item {
+                        toml::Value::Table(inner) => set(inner, rest, value)?,
+                        _ => return Err(format!("`{first}` is not a list of tables")),
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(format!("`{first}` is a value, not a table")),
+        }
+    }
+    set(table, &parts, value)
+}
+
+fn compare_table(src: &Source, c: &CompareSection) -> Result<Compare, ScenarioError> {
+    let mut cc = Vec::new();
+    for spec in c.cc.iter().flatten() {
+        if let Err(e) = spec.get_ref().parse::<Algorithm>() {
+            return src.err(spec.span(), format!("`cc` in [compare]: {e}"));
+        }
+        cc.push(spec.get_ref().clone());
+    }
+    let mut seeds = Vec::new();
+    for s in c.seeds.iter().flatten() {
+        seeds.push(src.int(s, "seeds", 0, i64::MAX)? as u64);
+    }
+    let mut sweeps = Vec::new();
+    for sw in &c.sweep {
+        if sw.values.get_ref().is_empty() {
+            return src.err(
+                sw.values.span(),
+                format!("the sweep of `{}` lists no values", sw.key.get_ref()),
+            );
+        }
+        sweeps.push(Sweep {
+            key: sw.key.get_ref().clone(),
+            values: sw.values.get_ref().clone(),
+        });
+    }
+    Ok(Compare {
+        cc,
+        seeds,
+        sweeps,
+        flent_test: c.flent_test.as_ref().map(|t| t.get_ref().clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kleinrock_sim::time::MS;
+    use kleinrock_sim::LossModel;
+
+    /// Writes `text` to a file of its own (tests run in parallel) and loads it.
+    fn scenario(text: &str) -> Result<Scenario, ScenarioError> {
+        static FILES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("kleinrock-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("s{n}.toml"));
+        std::fs::write(&path, text).unwrap();
+        Scenario::load(&path)
+    }
+
+    const BASE: &str = r#"
+duration = "10s"
+[link]
+rate = "10Mbit"
+queue = 84
+[[flow]]
+cc = "cubic"
+rtt = "40ms"
+[[flow]]
+cc = "reno"
+rtt = "80ms"
+[[ping]]
+rtt = "40ms"
+"#;
+
+    #[test]
+    fn overrides_set_every_flow_and_the_link() {
+        let s = scenario(BASE).unwrap();
+        assert_eq!(s.compare, Compare::default());
+        let bbr = toml::Value::String("bbr".into());
+        let loss = toml::Value::String("1%".into());
+        let rtt = toml::Value::String("100ms".into());
+        let c = s
+            .with(&[("cc", &bbr), ("loss", &loss), ("rtt", &rtt)])
+            .unwrap();
+        assert!(c.flows.iter().all(|f| f.cc.spec() == "bbr"));
+        assert!(c.flows.iter().all(|f| f.rtt == 100 * MS));
+        assert_eq!(c.pings[0].rtt, 100 * MS);
+        assert_eq!(c.links[0].loss, LossModel::Bernoulli { ppm: 10_000 });
+        let hz = toml::Value::Integer(1000);
+        assert_eq!(s.with(&[("hz", &hz)]).unwrap().hz, 1000);
+        let up = toml::Value::String("2%".into());
+        let c = s.with(&[("link.up.loss", &up)]).unwrap();
+        assert_eq!(c.links[0].loss, LossModel::Bernoulli { ppm: 20_000 });
+        assert_eq!(c.links[1].loss, LossModel::None);
+    }
+
+    #[test]
+    fn a_bad_override_names_itself() {
+        let s = scenario(BASE).unwrap();
+        let bad = toml::Value::String("lots".into());
+        let e = s.with(&[("loss", &bad)]).unwrap_err().0;
+        assert!(e.contains("with loss = lots: `loss` = \"lots\""), "{e}");
+        assert!(!e.contains(" line "), "{e}");
+        let e = s.with(&[("cc", &bad)]).unwrap_err().0;
+        assert!(e.contains("unknown algorithm `lots`"), "{e}");
+        let e = s.with(&[("link.colour", &bad)]).unwrap_err().0;
+        assert!(e.contains("unknown key `colour`"), "{e}");
+        let e = s.with(&[("duration.x", &bad)]).unwrap_err().0;
+        assert!(e.contains("`duration` is a value, not a table"), "{e}");
+    }
+
+    #[test]
+    fn the_compare_table_and_sweep_arguments() {
+        let s = scenario(&format!(
+            "{BASE}\n[compare]\ncc = [\"cubic\", \"bbr\"]\nseeds = [1, 2]\n[[compare.sweep]]\nkey = \"loss\"\nvalues = [\"0.1%\", \"1%\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(s.compare.cc, ["cubic", "bbr"]);
+        assert_eq!(s.compare.seeds, [1, 2]);
+        assert_eq!(s.compare.sweeps[0].key, "loss");
+        assert_eq!(s.compare.sweeps[0].values.len(), 2);
+        let e = scenario(&format!("{BASE}\n[compare]\ncc = [\"cubik\"]\n"))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("line 16: `cc` in [compare]: unknown algorithm `cubik`"),
+            "{e}"
+        );
+        let w = Sweep::parse("hz=100,1000").unwrap();
+        assert_eq!(
+            w.values,
+            [toml::Value::Integer(100), toml::Value::Integer(1000)]
+        );
+        let w = Sweep::parse("loss=0.1%, 1%").unwrap();
+        assert_eq!(value_label(&w.values[1]), "1%");
+        assert!(Sweep::parse("loss")
+            .unwrap_err()
+            .0
+            .contains("is not KEY=VALUES"));
+        assert!(Sweep::parse("loss=")
+            .unwrap_err()
+            .0
+            .contains("lists no values"));
+    }
+
+    #[test]
+    fn the_plan_is_every_point_then_algorithm_then_seed() {
+        let s = scenario(BASE).unwrap();
+        let sweeps = [
+            Sweep::parse("loss=0%,1%").unwrap(),
+            Sweep::parse("hz=100,1000").unwrap(),
+        ];
+        let specs = ["newreno".to_string(), "bbr".to_string()];
+        let runs = s.plan(&specs, &sweeps, &[1, 2]).unwrap();
+        assert_eq!(runs.len(), 2 * 2 * 2 * 2);
+        let at = |i: usize| {
+            let r = &runs[i];
+            let point: Vec<String> = r.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            (r.spec.as_str(), point.join(" "), r.seed)
+        };
+        // Labelled as `kleinrock algorithms` prints the spec.
+        assert_eq!(at(0), ("reno", "loss=0% hz=100".into(), 1));
+        assert_eq!(at(1), ("reno", "loss=0% hz=100".into(), 2));
+        assert_eq!(at(2), ("bbr", "loss=0% hz=100".into(), 1));
+        assert_eq!(at(4), ("reno", "loss=0% hz=1000".into(), 1));
+        assert_eq!(at(15), ("bbr", "loss=1% hz=1000".into(), 2));
+        let last = &runs[15].config;
+        assert_eq!((last.hz, last.seed), (1000, 2));
+        assert!(last.flows.iter().all(|f| f.cc.spec() == "bbr"));
+        assert_eq!(last.links[0].loss, LossModel::Bernoulli { ppm: 10_000 });
+        // No sweeps: one point.
+        assert_eq!(s.plan(&specs, &[], &[7]).unwrap().len(), 2);
+        let e = s.plan(&["cubik".into()], &[], &[1]).unwrap_err().0;
+        assert!(
+            e.contains("cannot compare `cubik`: unknown algorithm"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,319 @@
+//! The traffic: `[[flow]]` (bulk, transfers, request/response; replicated
+//! with `count` and `stagger`), `[[ping]]` and `[[udp]]`.
+
+use std::path::{Path, PathBuf};
+
+use kleinrock_cc::Algorithm;
+use serde::Deserialize;
+use toml::Spanned as S;
+
+use super::units::{parse_bytes, parse_rate, Source};
+use super::ScenarioError;
+use crate::tcp::sender::HEADER_BYTES;
+use crate::time::{Time, MS};
+use crate::world::{FlowConfig, PingConfig, RequestResponse, UdpConfig};
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FlowSection {
+    cc: S<String>,
+    rtt: S<String>,
+    start: Option<S<String>>,
+    stop: Option<S<String>>,
+    direction: Option<S<String>>,
+    size: Option<S<String>>,
+    count: Option<S<i64>>,
+    stagger: Option<S<String>>,
+    trace: Option<String>,
+    request: Option<S<String>>,
+    response: Option<S<String>>,
+    think: Option<S<String>>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PingSection {
+    rtt: S<String>,
+    interval: Option<S<String>>,
+    start: Option<S<String>>,
+    stop: Option<S<String>>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UdpSection {
+    rate: S<String>,
+    rtt: S<String>,
+    size: Option<S<String>>,
+    direction: Option<S<String>>,
+    start: Option<S<String>>,
+    stop: Option<S<String>>,
+}
+
+/// Every `[[flow]]`, each replicated `count` times; `dir` resolves
+/// relative trace paths.
+pub(super) fn flows(
+    src: &Source,
+    sections: &[FlowSection],
+    mss: u32,
+    dir: Option<&Path>,
+) -> Result<Vec<FlowConfig>, ScenarioError> {
+    let mut flows = Vec::new();
+    for fs in sections {
+        let cc: Algorithm = match fs.cc.get_ref().parse() {
+            Ok(a) => a,
+            Err(e) => return src.err(fs.cc.span(), format!("`cc`: {e}")),
+        };
+        let rtt = src.positive_duration(&fs.rtt, "rtt")?;
+        let (start, stop) = start_stop(src, &fs.start, &fs.stop)?;
+        let upload = direction(src, &fs.direction)?;
+        let size_segments = match &fs.size {
+            None => None,
+            Some(v) => match parse_bytes(v.get_ref()) {
+                Some(b) => Some(b.div_ceil(mss as u64)),
+                None => {
+                    return src.err(
+                        v.span(),
+                        format!(
+                            "`size` = \"{}\" is not a size; write e.g. \"30MB\" or \"64KiB\"",
+                            v.get_ref()
+                        ),
+                    )
+                }
+            },
+        };
+        let request_response = request_response(src, fs, mss)?;
+        let count = match &fs.count {
+            Some(c) => src.int(c, "count", 1, 100_000)? as u64,
+            None => 1,
+        };
+        let stagger = match &fs.stagger {
+            Some(s) => src.duration(s, "stagger")?,
+            None => 0,
+        };
+        for i in 0..count {
+            let trace = fs.trace.as_ref().map(|t| {
+                let name = if count > 1 {
+                    t.replace("{i}", &i.to_string())
+                } else {
+                    t.clone()
+                };
+                let p = PathBuf::from(name);
+                match dir {
+                    Some(d) if p.is_relative() => d.join(p),
+                    _ => p,
+                }
+            });
+            flows.push(FlowConfig {
+                cc: cc.clone(),
+                rtt,
+                start: start + i * stagger,
+                stop,
+                upload,
+                size_segments,
+                trace,
+                request_response,
+            });
+        }
+    }
+    Ok(flows)
+}
+
+/// `response` (and optionally `request` and `think`) make a flow
+/// request/response: a one-segment request, answered with `response`.
+fn request_response(
+    src: &Source,
+    fs: &FlowSection,
+    mss: u32,
+) -> Result<Option<RequestResponse>, ScenarioError> {
+    let (req, resp, think) = match (&fs.request, &fs.response, &fs.think) {
+        (None, None, None) => return Ok(None),
+        (req, Some(resp), think) => (req, resp, think),
+        (Some(r), None, _) | (None, None, Some(r)) => {
+            return src.err(
+                r.span(),
+                "a request/response flow needs `response` (the size of each response)".into(),
+            )
+        }
+    };
+    if fs.size.is_some() {
+        return src.err(
+            fs.cc.span(),
+            "a flow is either a transfer (`size`) or request/response (`response`), not both"
+                .into(),
+        );
+    }
+    // One segment of the scenario's `mss`, with its headers on the wire.
+    let request_bytes = match req {
+        None => 100,
+        Some(r) => match parse_bytes(r.get_ref()) {
+            Some(b) if (1..=mss as u64).contains(&b) => b as u32 + HEADER_BYTES,
+            _ => {
+                return src.err(
+                    r.span(),
+                    format!(
+                        "`request` = \"{}\" is not a size from 1B to {mss}B (one segment)",
+                        r.get_ref()
+                    ),
+                )
+            }
+        },
+    };
+    let response_segments = match parse_bytes(resp.get_ref()) {
+        Some(b) => b.div_ceil(mss as u64),
+        None => {
+            return src.err(
+                resp.span(),
+                format!(
+                    "`response` = \"{}\" is not a size; write e.g. \"100KB\"",
+                    resp.get_ref()
+                ),
+            )
+        }
+    };
+    let think = match think {
+        Some(t) => src.duration(t, "think")?,
+        None => 0,
+    };
+    Ok(Some(RequestResponse {
+        request_bytes,
+        response_segments,
+        think,
+    }))
+}
+
+pub(super) fn pings(
+    src: &Source,
+    sections: &[PingSection],
+) -> Result<Vec<PingConfig>, ScenarioError> {
+    let mut pings = Vec::new();
+    for p in sections {
+        let (start, stop) = start_stop(src, &p.start, &p.stop)?;
+        pings.push(PingConfig {
+            rtt: src.positive_duration(&p.rtt, "rtt")?,
+            interval: match &p.interval {
+                Some(i) => src.positive_duration(i, "interval")?,
+                None => 200 * MS,
+            },
+            start,
+            stop,
+        });
+    }
+    Ok(pings)
+}
+
+pub(super) fn udp(src: &Source, sections: &[UdpSection]) -> Result<Vec<UdpConfig>, ScenarioError> {
+    let mut udp = Vec::new();
+    for u in sections {
+        let (start, stop) = start_stop(src, &u.start, &u.stop)?;
+        let rate_bps = match parse_rate(u.rate.get_ref()) {
+            Some(r) => r,
+            None => {
+                return src.err(
+                    u.rate.span(),
+                    format!(
+                        "`rate` = \"{}\" is not a positive rate; write e.g. \"5Mbit\"",
+                        u.rate.get_ref()
+                    ),
+                )
+            }
+        };
+        let bytes = match &u.size {
+            None => 1500,
+            Some(v) => match parse_bytes(v.get_ref()) {
+                Some(b) if (28..=65_535).contains(&b) => b as u32,
+                _ => {
+                    return src.err(
+                        v.span(),
+                        format!(
+                            "`size` = \"{}\" is not a datagram size from 28B to 65535B",
+                            v.get_ref()
+                        ),
+                    )
+                }
+            },
+        };
+        udp.push(UdpConfig {
+            rate_bps,
+            bytes,
+            rtt: src.positive_duration(&u.rtt, "rtt")?,
+            upload: direction(src, &u.direction)?,
+            start,
+            stop,
+        });
+    }
+    Ok(udp)
+}
+
+fn start_stop(
+    src: &Source,
+    start: &Option<S<String>>,
+    stop: &Option<S<String>>,
+) -> Result<(Time, Option<Time>), ScenarioError> {
+    let start = match start {
+        Some(s) => src.duration(s, "start")?,
+        None => 0,
+    };
+    let stop = match stop {
+        Some(s) => {
+            let t = src.duration(s, "stop")?;
+            if t <= start {
+                return src.err(s.span(), "`stop` must come after `start`".into());
+            }
+            Some(t)
+        }
+        None => None,
+    };
+    Ok((start, stop))
+}
+
+/// `direction`: upload (data left to right, the default) is true.
+fn direction(src: &Source, d: &Option<S<String>>) -> Result<bool, ScenarioError> {
+    match d.as_ref().map(|d| (d, d.get_ref().as_str())) {
+        None | Some((_, "upload")) => Ok(true),
+        Some((_, "download")) => Ok(false),
+        Some((d, other)) => src.err(
+            d.span(),
+            format!(
+                "`direction` = \"{other}\" is not a direction; write \"upload\" or \"download\""
+            ),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::parse;
+
+    /// A request/response flow's request bytes on the wire, or the error.
+    fn request(mss: u32, request: &str) -> Result<u32, String> {
+        let text = format!(
+            "duration = \"1s\"\n[tcp]\nmss = {mss}\n[link]\nrate = \"10Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\nresponse = \"100KB\"\nrequest = \"{request}\"\n"
+        );
+        match parse(&text, "r.toml", None) {
+            Ok(c) => Ok(c.flows[0].request_response.unwrap().request_bytes),
+            Err(e) => Err(e.0),
+        }
+    }
+
+    #[test]
+    fn a_request_is_one_segment_of_the_scenarios_mss() {
+        // Jumbo frames: a 9000-byte request is one segment, plus 52 bytes
+        // of headers (the 1448-byte limit of the default mss no longer holds).
+        assert_eq!(request(9000, "9000B"), Ok(9052));
+        assert_eq!(
+            request(9000, "9001B"),
+            Err("r.toml line 10: `request` = \"9001B\" is not a size from 1B to 9000B (one segment)".into())
+        );
+        // The IPv4 minimum: 536 bytes.
+        assert_eq!(request(536, "536B"), Ok(588));
+        assert_eq!(
+            request(536, "1000B"),
+            Err(
+                "r.toml line 10: `request` = \"1000B\" is not a size from 1B to 536B (one segment)"
+                    .into()
+            )
+        );
+        assert_eq!(request(1448, "1448B"), Ok(1500));
+    }
+}

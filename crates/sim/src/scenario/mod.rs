@@ -1,0 +1,351 @@
+//! Scenario files (TOML, docs/SCENARIOS.md) into a [`Config`].
+//!
+//! Every value a person writes is checked, and a bad one is reported in one
+//! sentence naming the file, the line, the key and what would be valid.
+//!
+//! - [`units`]: durations, rates, sizes and percentages, and the
+//!   [`Source`] that names file, line and key in errors (the selector's
+//!   workload files read through it too).
+//! - `link`: the `[link]` table per direction, and the jitter; `queue`:
+//!   its `queue` value, FIFO sizes and AQM tables.
+//! - `flows`: `[[flow]]`, `[[ping]]` and `[[udp]]`.
+//! - here: the file's top level and `[tcp]`, read section by section.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+mod flows;
+mod link;
+mod queue;
+pub mod units;
+
+use units::{parse_bytes, Source};
+
+use crate::time::MS;
+use crate::world::Config;
+
+/// A scenario that could not be read, as one sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError(pub String);
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+type S<T> = Spanned<T>;
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct File {
+    /// For people: results are named for the file.
+    #[allow(dead_code)]
+    name: Option<String>,
+    duration: S<String>,
+    seed: Option<S<i64>>,
+    sample_interval: Option<S<String>>,
+    #[serde(default)]
+    tcp: Tcp,
+    link: link::LinkSection,
+    #[serde(default)]
+    flow: Vec<flows::FlowSection>,
+    #[serde(default)]
+    ping: Vec<flows::PingSection>,
+    #[serde(default)]
+    udp: Vec<flows::UdpSection>,
+    /// `kleinrock compare`'s table, read by kleinrock-report's `plan`
+    /// module: what to compare is not the network's business.
+    #[allow(dead_code)]
+    compare: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct Tcp {
+    mss: Option<S<i64>>,
+    init_cwnd: Option<S<i64>>,
+    hz: Option<S<i64>>,
+    rwnd: Option<S<String>>,
+    ecn: Option<bool>,
+    peer_ecn: Option<bool>,
+    pace_all: Option<bool>,
+    slow_start_after_idle: Option<bool>,
+    delayed_ack: Option<S<String>>,
+}
+
+/// Reads a scenario file.
+pub fn load(path: &Path) -> Result<Config, ScenarioError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ScenarioError(format!("cannot read scenario {}: {e}", path.display())))?;
+    parse(&text, &path.display().to_string(), path.parent())
+}
+
+/// Parses scenario text; `file` names it in errors, `dir` resolves relative
+/// trace paths.
+pub fn parse(text: &str, file: &str, dir: Option<&Path>) -> Result<Config, ScenarioError> {
+    let src = Source {
+        file,
+        text,
+        lines: true,
+    };
+    parse_file(&src, dir)
+}
+
+/// Parses scenario text that a program wrote (a workload's path, a
+/// comparison's override): errors name `label` and no line, which would
+/// mean nothing to the person who wrote the original.
+pub fn parse_generated(
+    text: &str,
+    label: &str,
+    dir: Option<&Path>,
+) -> Result<Config, ScenarioError> {
+    let src = Source {
+        file: label,
+        text,
+        lines: false,
+    };
+    parse_file(&src, dir)
+}
+
+fn parse_file(src: &Source, dir: Option<&Path>) -> Result<Config, ScenarioError> {
+    let f: File = src.decode()?;
+    let duration = src.positive_duration(&f.duration, "duration")?;
+    let seed = match &f.seed {
+        Some(s) => src.int(s, "seed", 0, i64::MAX)? as u64,
+        None => 1,
+    };
+    let sample_interval = match &f.sample_interval {
+        Some(s) => src.positive_duration(s, "sample_interval")?,
+        None => 100 * MS,
+    };
+    let tcp = tcp(src, &f.tcp)?;
+    if f.flow.is_empty() && f.ping.is_empty() && f.udp.is_empty() {
+        return Err(ScenarioError(format!(
+            "{}: no [[flow]], [[ping]] or [[udp]] sections; a scenario needs at least one flow, e.g. [[flow]] cc = \"cubic\" rtt = \"40ms\"",
+            src.file
+        )));
+    }
+    let flows = flows::flows(src, &f.flow, tcp.mss, dir)?;
+    let pings = flows::pings(src, &f.ping)?;
+    let udp = flows::udp(src, &f.udp)?;
+    // The shortest path's RTT sizes the BDP queues.
+    let min_rtt = flows
+        .iter()
+        .map(|f| f.rtt)
+        .chain(pings.iter().map(|p| p.rtt))
+        .chain(udp.iter().map(|u| u.rtt))
+        .min()
+        .unwrap_or(40 * MS);
+    let (links, jitter) = link::links(src, &f.link, tcp.mss, min_rtt, dir)?;
+    Ok(Config {
+        duration,
+        seed,
+        sample_interval,
+        hz: tcp.hz,
+        mss: tcp.mss,
+        init_cwnd: tcp.init_cwnd,
+        rwnd_segments: tcp.rwnd_segments,
+        pace_all: tcp.pace_all,
+        ecn: tcp.ecn,
+        peer_ecn: tcp.peer_ecn,
+        slow_start_after_idle: tcp.slow_start_after_idle,
+        delayed_acks: tcp.delayed_acks,
+        jitter,
+        links,
+        flows,
+        pings,
+        udp,
+    })
+}
+
+/// What `[tcp]` sets, defaults filled in.
+struct TcpSettings {
+    mss: u32,
+    init_cwnd: u32,
+    hz: u32,
+    rwnd_segments: u32,
+    pace_all: bool,
+    ecn: bool,
+    peer_ecn: bool,
+    slow_start_after_idle: bool,
+    delayed_acks: bool,
+}
+
+fn tcp(src: &Source, t: &Tcp) -> Result<TcpSettings, ScenarioError> {
+    let mss = match &t.mss {
+        Some(v) => src.int(v, "mss", 64, 65_483)? as u32,
+        None => 1448,
+    };
+    let init_cwnd = match &t.init_cwnd {
+        Some(v) => src.int(v, "init_cwnd", 1, 1_000_000)? as u32,
+        None => 10,
+    };
+    let hz = match &t.hz {
+        Some(v) => src.int(v, "hz", 1, 1_000_000)? as u32,
+        None => 250,
+    };
+    let rwnd_segments = match &t.rwnd {
+        None => 1 << 24,
+        Some(v) => match parse_bytes(v.get_ref()) {
+            Some(b) if b >= mss as u64 => (b / mss as u64).min(u32::MAX as u64) as u32,
+            _ => {
+                return src.err(
+                    v.span(),
+                    format!(
+                    "`rwnd` = \"{}\" is not a window of at least one segment; write e.g. \"4MB\"",
+                    v.get_ref()
+                ),
+                )
+            }
+        },
+    };
+    let delayed_acks = match &t.delayed_ack {
+        None => true,
+        Some(d) => match d.get_ref().as_str() {
+            "linux" => true,
+            "off" => false,
+            other => {
+                return src.err(d.span(), format!("`delayed_ack` = \"{other}\" is not a policy; write \"linux\" (quick ACKs, then every second segment, 40 ms timer) or \"off\" (every segment)"))
+            }
+        },
+    };
+    Ok(TcpSettings {
+        mss,
+        init_cwnd,
+        hz,
+        rwnd_segments,
+        pace_all: t.pace_all.unwrap_or(false),
+        ecn: t.ecn.unwrap_or(false),
+        peer_ecn: t.peer_ecn.unwrap_or(true),
+        slow_start_after_idle: t.slow_start_after_idle.unwrap_or(true),
+        delayed_acks,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::SEC;
+    use crate::world::QueueConfig;
+    use kleinrock_link::loss::LossModel;
+    use kleinrock_link::queue::Limit;
+
+    const GOOD: &str = r#"
+name = "A"
+duration = "30s"
+seed = 7
+[tcp]
+hz = 1000
+[link]
+rate = "100Mbit"
+queue = "1bdp"
+loss = "1%"
+[link.down]
+loss = "0%"
+[[flow]]
+cc = "cubic:hystart=off"
+rtt = "40ms"
+count = 3
+stagger = "100ms"
+[[flow]]
+cc = "reno"
+rtt = "80ms"
+direction = "download"
+size = "1MB"
+"#;
+
+    #[test]
+    fn a_scenario_becomes_a_config() {
+        let c = parse(GOOD, "a.toml", None).unwrap();
+        assert_eq!((c.duration, c.seed, c.hz, c.mss), (30 * SEC, 7, 1000, 1448));
+        assert_eq!(c.flows.len(), 4);
+        assert_eq!(c.flows[2].start, 200 * MS);
+        assert_eq!(c.flows[0].cc.spec(), "cubic:hystart=off");
+        assert!(!c.flows[3].upload);
+        assert_eq!(c.flows[3].size_segments, Some(691));
+        // BDP of 100 Mbit/s x 40 ms in 1500-byte packets: 333.
+        assert_eq!(
+            c.links[0].queue,
+            QueueConfig::Fifo {
+                limit: Limit::Packets(333),
+                mark_at: None
+            }
+        );
+        assert_eq!(c.links[0].loss, LossModel::Bernoulli { ppm: 10_000 });
+        assert_eq!(c.links[1].loss, LossModel::None);
+        assert_eq!(c.links[1].rate_bps, 100_000_000);
+    }
+
+    fn err(text: &str) -> String {
+        parse(text, "s.toml", None).unwrap_err().0
+    }
+
+    #[test]
+    fn each_kind_of_mistake_names_key_and_line() {
+        let base = "duration = \"10s\"\n[link]\nrate = \"10Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n";
+        let rate = "rate = \"10Mbit\"";
+        let with_rate = |extra: &str| base.replace(rate, &format!("{rate}\n{extra}"));
+        // (scenario, the error it must start with)
+        let cases: Vec<(String, &str)> = vec![
+            (base.replace("rate = ", "ratee = "), "s.toml line 3: unknown key `ratee`, expected one of"),
+            (
+                base.replace("\"10Mbit\"", "\"-5Mbit\""),
+                "s.toml line 3: `rate` = \"-5Mbit\" is not a positive rate; write e.g. \"100Mbit\", \"1.5Gbit\" or \"128kbit\"",
+            ),
+            (base.to_string() + "[tcp]\nmss = 0\n", "s.toml line 8: `mss` = 0 is out of range; it must be from 64 to 65483"),
+            (with_rate("queue = 0"), "s.toml line 4: `queue` = 0 is smaller than one packet"),
+            (with_rate("queue = \"1000B\""), "s.toml line 4: `queue` = \"1000B\" is smaller than one 1500-byte packet"),
+            (with_rate("queue = { kind = \"pie\" }"), "s.toml line 4: queue `kind` = \"pie\" is not a queue"),
+            (with_rate("queue = { kind = \"codel\", targett = \"5ms\" }"), "s.toml line 4: unknown key `targett` in a codel queue"),
+            (base.replace("\"40ms\"", "\"40 parsecs\""), "s.toml line 6: `rtt` = \"40 parsecs\" is not a duration"),
+            (base.replace("\"reno\"", "\"renoo\""), "s.toml line 5: `cc`: unknown algorithm `renoo`; valid algorithms are"),
+            (with_rate("loss = \"150%\""), "s.toml line 4: `loss` = \"150%\" is not a probability"),
+            (base.replace("duration = \"10s\"\n", ""), "s.toml line 1: missing key `duration`"),
+            (base.replace("duration = \"10s\"", "duration = \"0s\""), "s.toml line 1: `duration` must be longer than zero"),
+            ("duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n".into(), "s.toml: no [[flow]], [[ping]] or [[udp]] sections"),
+            (base.to_string() + "direction = \"sideways\"\n", "s.toml line 7: `direction` = \"sideways\""),
+            (base.to_string() + "start = \"2s\"\nstop = \"1s\"\n", "s.toml line 8: `stop` must come after `start`"),
+            (base.to_string() + "response = \"lots\"\n", "s.toml line 7: `response` = \"lots\" is not a size"),
+            (base.to_string() + "[tcp]\ndelayed_ack = \"sometimes\"\n", "s.toml line 8: `delayed_ack` = \"sometimes\" is not a policy"),
+            ("duration = \"1s\n".into(), "s.toml line 1:"),
+        ];
+        for (text, want) in cases {
+            let e = err(&text);
+            assert!(e.starts_with(want), "got: {e}\nwant: {want}...");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+
+    #[test]
+    fn a_mahimahi_trace_sets_the_link() {
+        let dir = std::env::temp_dir().join(format!("kleinrock-scn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // 12 Mbit/s: one 1500-byte packet per ms.
+        std::fs::write(
+            dir.join("flat.trace"),
+            (1..=100).map(|i| format!("{i}\n")).collect::<String>(),
+        )
+        .unwrap();
+        let text = "duration = \"1s\"\n[link]\nrate = \"1Mbit\"\n[link.down]\ntrace = \"flat.trace\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n";
+        let c = parse(text, "t.toml", Some(&dir)).unwrap();
+        assert!(c.links[0].trace.is_none());
+        assert_eq!(c.links[0].delay, 0);
+        assert_eq!(c.links[1].rate_bps, 12_000_000);
+        let e = parse(
+            &text.replace("flat.trace", "missing.trace"),
+            "t.toml",
+            Some(&dir),
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.starts_with("t.toml line 5: `trace`: cannot read link trace"),
+            "{e}"
+        );
+    }
+}
