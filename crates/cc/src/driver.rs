@@ -24,6 +24,7 @@
 use crate::ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample, Tap};
 use crate::rand::SplitMix64;
 use crate::sock::{CaState, Sock, TCP_INFINITE_SSTHRESH, USEC_PER_SEC};
+use crate::tcp::{tcp_set_ca_state, tcp_update_pacing_rate};
 use alloc::vec::Vec;
 
 /// Linux's minimum RTO (`TCP_RTO_MIN`), microseconds.
@@ -279,7 +280,8 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
             if !matches!(self.sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
                 self.call(Hook::CongAvoid { ack, acked });
             }
-            self.update_pacing_rate();
+            // Linux sets it even when nothing paces (HyStart reads it).
+            tcp_update_pacing_rate(&mut self.sk);
         }
     }
 
@@ -297,23 +299,6 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
             sk.srtt_us = sk.srtt_us - (sk.srtt_us >> 3) + m;
         }
         sk.min_rtt_us = sk.min_rtt_us.min(m);
-    }
-
-    /// `tcp_update_pacing_rate()`: 200% of cwnd/srtt in slow start, 120%
-    /// after, as Linux sets it even when nothing paces (HyStart reads it).
-    fn update_pacing_rate(&mut self) {
-        let sk = &mut self.sk;
-        let ratio: u64 = if sk.snd_cwnd < sk.snd_ssthresh / 2 {
-            200
-        } else {
-            120
-        };
-        let mut rate = sk.mss_cache as u64 * ((USEC_PER_SEC / 100) << 3) * ratio;
-        rate = rate.wrapping_mul(sk.snd_cwnd.max(sk.packets_out) as u64);
-        if sk.srtt_us != 0 {
-            rate /= sk.srtt_us as u64;
-        }
-        sk.pacing_rate = rate.min(sk.max_pacing_rate);
     }
 
     /// `tcp_enter_recovery()`: remember cwnd, ask for ssthresh, switch state.
@@ -338,8 +323,7 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
     }
 
     fn set_state(&mut self, s: CaState) {
-        self.call(Hook::SetState(s));
-        self.sk.icsk_ca_state = s;
+        tcp_set_ca_state(&mut self.tap, &mut self.cc, &mut self.sk, s);
     }
 
     /// `tcp_enter_loss()` after an RTO, then the silent RTO itself.
