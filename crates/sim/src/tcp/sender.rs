@@ -13,9 +13,11 @@
 //! Segments are fixed-size; sequence numbers count segments internally and
 //! appear to the algorithm as bytes (`index * mss`), as in the kernel.
 
-use kleinrock_cc::ops::{NoTap, Tap, CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
-use kleinrock_cc::sock::{
-    after, usecs_to_jiffies, TCP_ECN_OK, TCP_ECN_QUEUE_CWR, TCP_INFINITE_SSTHRESH,
+use kleinrock_cc::ops::{Tap, CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
+use kleinrock_cc::sock::{after, usecs_to_jiffies, TCP_ECN_OK, TCP_ECN_QUEUE_CWR};
+use kleinrock_cc::tcp::{
+    tcp_ecn_queue_cwr, tcp_end_cwnd_reduction, tcp_init_cwnd_reduction, tcp_set_ca_state,
+    tcp_update_pacing_rate,
 };
 use kleinrock_cc::{
     AckSample, Algorithm, CaEvent, CaState, CongestionControl, Hook, PacingStatus, RateSample, Sock,
@@ -140,6 +142,24 @@ enum HookTap {
     Record(Box<Recorder>),
 }
 
+impl Tap<Algorithm> for HookTap {
+    /// Inlined, so that a plain call is the algorithm's hook itself (the
+    /// `Hook` value folds away); recording stays out of line.
+    #[inline(always)]
+    fn call(&mut self, hook: &Hook, cc: &mut Algorithm, sk: &mut Sock) -> u32 {
+        match self {
+            HookTap::Plain => hook.call(cc, sk),
+            HookTap::Record(r) => record(r, hook, cc, sk),
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn record(r: &mut Recorder, hook: &Hook, cc: &mut Algorithm, sk: &mut Sock) -> u32 {
+    r.call(hook, cc, sk)
+}
+
 pub struct Sender {
     pub flow: u32,
     pub sk: Sock,
@@ -166,7 +186,6 @@ pub struct Sender {
     next_send: Time,
     cwnd_usage_seq: u32,
     pub min_rtt_us: u32,
-    ecn_cwr_pending: bool,
     /// Segments delivered on ACKs that echoed ECE (`tp->delivered_ce`).
     delivered_ce: u32,
     /// Nanoseconds per jiffy when HZ divides a second, else 0.
@@ -223,7 +242,6 @@ impl Sender {
             next_send: 0,
             cwnd_usage_seq: 0,
             min_rtt_us: u32::MAX,
-            ecn_cwr_pending: false,
             delivered_ce: 0,
             jiffy_ns: if SEC % cfg.hz as u64 == 0 {
                 SEC / cfg.hz as u64
@@ -252,23 +270,10 @@ impl Sender {
         }
     }
 
-    /// Inlined, so that a plain call is the algorithm's hook itself (the
-    /// `Hook` value folds away); recording stays out of line.
+    /// Calls one of the algorithm's hooks.
     #[inline(always)]
     fn call(&mut self, hook: Hook) -> u32 {
-        match &mut self.tap {
-            HookTap::Plain => NoTap.call(&hook, &mut self.cc, &mut self.sk),
-            HookTap::Record(_) => self.call_recorded(&hook),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn call_recorded(&mut self, hook: &Hook) -> u32 {
-        match &mut self.tap {
-            HookTap::Record(r) => r.call(hook, &mut self.cc, &mut self.sk),
-            HookTap::Plain => NoTap.call(hook, &mut self.cc, &mut self.sk),
-        }
+        self.tap.call(&hook, &mut self.cc, &mut self.sk)
     }
 
     fn bytes(&self, seg: u32) -> u32 {
@@ -319,8 +324,7 @@ impl Sender {
     }
 
     fn set_state(&mut self, s: CaState) {
-        self.call(Hook::SetState(s));
-        self.sk.icsk_ca_state = s;
+        tcp_set_ca_state(&mut self.tap, &mut self.cc, &mut self.sk, s);
     }
 
     fn paced(&self) -> bool {
@@ -479,12 +483,10 @@ impl Sender {
         let seq = self.sb.nxt();
         self.sb.push(Seg::new(now_us, stamp));
         let mut p = self.packet(seq, false);
-        // tcp_ecn_send(): the core's reductions set ecn_cwr_pending; an
-        // algorithm that reduces on its own (CDG's cwr=own) queues CWR in
-        // ecn_flags, as a BPF program must.
-        if self.ecn_cwr_pending || self.sk.ecn_flags & TCP_ECN_QUEUE_CWR != 0 {
+        // tcp_ecn_send(): a reduction queued CWR (the core's, or one an
+        // algorithm made on its own, like CDG's cwr=own).
+        if self.sk.ecn_flags & TCP_ECN_QUEUE_CWR != 0 {
             p.cwr = true;
-            self.ecn_cwr_pending = false;
             self.sk.ecn_flags &= !TCP_ECN_QUEUE_CWR;
         }
         out.send(p);
@@ -681,9 +683,7 @@ impl Sender {
         self.set_state(CaState::Loss);
         self.high_seq = self.sb.nxt();
         self.tlp_high_seq = None;
-        if self.cfg.ecn {
-            self.ecn_cwr_pending = true;
-        }
+        tcp_ecn_queue_cwr(&mut self.sk);
         // Retransmit the head now, back off, re-arm.
         let head = self.sb.una;
         if self.sb.get(head).has(LOST) && !self.sb.get(head).has(SACKED) {
@@ -770,18 +770,14 @@ impl Sender {
         matches!(self.sk.icsk_ca_state, CaState::Cwr | CaState::Recovery)
     }
 
-    /// `tcp_init_cwnd_reduction()`.
+    /// `tcp_init_cwnd_reduction()`, with the core's own pieces: the
+    /// episode's end in segments, no probe outstanding, PRR from zero.
     fn init_cwnd_reduction(&mut self) {
         self.high_seq = self.sb.nxt();
         self.tlp_high_seq = None;
-        self.sk.snd_cwnd_cnt = 0;
-        self.sk.prior_cwnd = self.sk.snd_cwnd;
         self.prr = Prr::default();
-        self.sync_seq();
-        self.sk.snd_ssthresh = self.call(Hook::Ssthresh);
-        if self.cfg.ecn {
-            self.ecn_cwr_pending = true;
-        }
+        let (tap, cc) = (&mut self.tap, &mut self.cc);
+        tcp_init_cwnd_reduction(&mut self.sk, |sk| tap.call(&Hook::Ssthresh, cc, sk));
     }
 
     /// The algorithm entered CWR itself (`tcp_enter_cwr()` from CDG's
@@ -792,29 +788,16 @@ impl Sender {
         self.high_seq = self.sb.nxt();
         self.tlp_high_seq = None;
         self.prr = Prr::default();
-        self.sync_seq();
-        if self.cfg.ecn {
-            self.ecn_cwr_pending = true;
-        }
     }
 
     fn sync_seq(&mut self) {
         self.sk.high_seq = self.bytes(self.high_seq);
     }
 
-    /// `tcp_end_cwnd_reduction()`.
+    /// `tcp_end_cwnd_reduction()`: undone if the marker is gone.
     fn end_cwnd_reduction(&mut self) {
-        if self.cc.has_cong_control() {
-            return;
-        }
-        // Unless the reduction was undone.
-        if self.sk.snd_ssthresh < TCP_INFINITE_SSTHRESH
-            && (self.sk.icsk_ca_state == CaState::Cwr || self.undo.is_marked())
-        {
-            self.sk.snd_cwnd = self.sk.snd_ssthresh;
-            self.sk.snd_cwnd_stamp = self.sk.jiffies;
-        }
-        self.call(Hook::CwndEvent(CaEvent::CompleteCwr));
+        let undo_marked = self.undo.is_marked();
+        tcp_end_cwnd_reduction(&mut self.tap, &mut self.cc, &mut self.sk, undo_marked);
     }
 
     /// `tcp_init_undo()`: a loss probe still in flight may be D-SACKed too.
@@ -1337,7 +1320,6 @@ impl Sender {
             if self.undo.prior_ssthresh > self.sk.snd_ssthresh {
                 self.sk.snd_ssthresh = self.undo.prior_ssthresh;
                 // tcp_ecn_withdraw_cwr()
-                self.ecn_cwr_pending = false;
                 self.sk.ecn_flags &= !TCP_ECN_QUEUE_CWR;
             }
         }
@@ -1480,25 +1462,11 @@ impl Sender {
         self.update_pacing_rate();
     }
 
-    /// `tcp_update_pacing_rate()`: 200% of cwnd/srtt in slow start, 120%
-    /// after (the kernel's default ratios), unless the algorithm paces
-    /// itself.
+    /// `tcp_update_pacing_rate()`, unless the algorithm paces itself.
     fn update_pacing_rate(&mut self) {
-        if self.cc.has_cong_control() {
-            return;
+        if !self.cc.has_cong_control() {
+            tcp_update_pacing_rate(&mut self.sk);
         }
-        let sk = &mut self.sk;
-        let ratio: u64 = if sk.snd_cwnd < sk.snd_ssthresh / 2 {
-            200
-        } else {
-            120
-        };
-        let mut rate = sk.mss_cache as u64 * ((1_000_000 / 100) << 3) * ratio;
-        rate = rate.saturating_mul(sk.snd_cwnd.max(sk.packets_out) as u64);
-        if self.rtt.srtt_us != 0 {
-            rate /= self.rtt.srtt_us as u64;
-        }
-        sk.pacing_rate = rate.min(sk.max_pacing_rate);
     }
 }
 
@@ -1506,6 +1474,7 @@ impl Sender {
 mod tests {
     use super::*;
     use crate::time::MS;
+    use kleinrock_cc::sock::TCP_INFINITE_SSTHRESH;
     use std::path::{Path, PathBuf};
 
     fn pieces(block: (u32, u32), cached: &[(u32, u32)]) -> Vec<(u32, u32)> {
