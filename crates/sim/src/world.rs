@@ -20,14 +20,14 @@ use crate::fq_codel::FqCodel;
 use crate::link::{Arrival, Link, LinkStats, Pipe, Qdisc};
 use crate::loss::LossModel;
 use crate::mahimahi::Trace;
-use crate::packet::{Kind, Packet, Wire};
+use crate::packet::{Kind, Packet, Wire, HEADER_BYTES};
 use crate::queue::{Fifo, Limit};
 use crate::red::{Red, RedParams};
 use crate::results::{
     FlowSample, FlowSummary, Histogram, PingSample, PingSummary, QueueSample, Results, UdpSummary,
 };
 use crate::tcp::receiver::{EcnEcho, Receiver};
-use crate::tcp::sender::{Sender, SenderConfig, HEADER_BYTES};
+use crate::tcp::sender::{Sender, SenderConfig};
 use crate::time::{serialization, Time, NEVER, SEC};
 
 /// The queue at a bottleneck.

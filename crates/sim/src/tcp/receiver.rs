@@ -10,10 +10,8 @@
 
 use kleinrock_cc::dctcp::ece_ack_update;
 
-use crate::packet::{Ecn, Packet, Wire, MAX_SACK_BLOCKS};
+use crate::packet::{Ecn, Packet, Wire, HEADER_BYTES, MAX_SACK_BLOCKS};
 use crate::time::{Time, MS};
-
-use super::sender::HEADER_BYTES;
 
 /// `TCP_MAX_QUICKACKS`.
 pub const QUICKACKS: u32 = 16;

@@ -30,11 +30,8 @@ use super::rate::RateSampler;
 use super::rtt::{RttEstimator, RTO_MAX_US, RTO_MIN_US};
 use super::scoreboard::{Scoreboard, Seg, EVER_RETRANS, LOST, RETRANS, SACKED};
 use super::undo::Undo;
-use crate::packet::{Ecn, Packet, Wire};
+use crate::packet::{Ecn, Packet, Wire, HEADER_BYTES};
 use crate::time::{Time, SEC, US};
-
-/// Header bytes on a data segment or ACK: IPv4 20 + TCP 20 + timestamps 12.
-pub const HEADER_BYTES: u32 = 52;
 
 /// `FLAG_*` bits passed to `cong_control`.
 pub const FLAG_DATA_ACKED: u32 = 0x04;
