@@ -26,7 +26,7 @@ use crate::red::{Red, RedParams};
 use crate::results::{
     FlowSample, FlowSummary, Histogram, PingSample, PingSummary, QueueSample, Results, UdpSummary,
 };
-use crate::tcp::receiver::{EcnEcho, Receiver};
+use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::{Sender, SenderConfig};
 use crate::time::{serialization, Time, NEVER, SEC};
 
@@ -290,17 +290,9 @@ impl Sim {
             };
             flows.push(Flow {
                 sender: Sender::new(i as u32, f.cc.clone(), scfg, recorder),
-                // Both ends run the flow's algorithm, so a DCTCP flow gets
-                // DCTCP's CE echo.
-                receiver: Receiver::new(
-                    i as u32,
-                    cfg.delayed_acks,
-                    if f.cc.needs_ecn() {
-                        EcnEcho::Dctcp
-                    } else {
-                        EcnEcho::Classic
-                    },
-                ),
+                // Both ends run the flow's algorithm: the receiver echoes
+                // CE as the algorithm asks (DCTCP's per-packet echo).
+                receiver: Receiver::new(i as u32, cfg.delayed_acks, f.cc.ce_echo()),
                 data_link: if f.upload { 0 } else { 1 },
                 stop: f.stop,
                 wake_at: NEVER,
