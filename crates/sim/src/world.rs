@@ -357,7 +357,7 @@ impl Sim {
             flows,
             pings,
             udps,
-            results: Results::new(&cfg),
+            results: Results::new(cfg.duration, cfg.sample_interval, cfg.seed, cfg.flows.len()),
             last_link_stats: [LinkStats::default(); 2],
             cfg,
             events_processed: 0,
