@@ -662,11 +662,11 @@ impl Sim {
                 throughput_bps: acked_bytes as f64 * 8.0 * SEC as f64 / interval as f64,
                 cwnd: s.sk.snd_cwnd,
                 ssthresh: s.sk.snd_ssthresh,
-                srtt_us: s.rtt.srtt_us >> 3,
-                min_rtt_us: if s.min_rtt_us == u32::MAX {
+                srtt_us: s.sk.srtt_us >> 3,
+                min_rtt_us: if s.sk.min_rtt_us == u32::MAX {
                     0
                 } else {
-                    s.min_rtt_us
+                    s.sk.min_rtt_us
                 },
                 inflight: s.sb.in_flight(),
                 pacing_rate_bps: s.sk.pacing_rate.saturating_mul(8),

@@ -179,21 +179,12 @@ pub struct Sender {
     rto_us: u64,
     retransmits_in_row: u32,
     timer: Option<(Time, TimerKind)>,
-    /// Earliest departure of the next segment (pacing), ns.
-    next_send: Time,
     cwnd_usage_seq: u32,
-    pub min_rtt_us: u32,
-    /// Segments delivered on ACKs that echoed ECE (`tp->delivered_ce`).
-    delivered_ce: u32,
     /// Nanoseconds per jiffy when HZ divides a second, else 0.
     jiffy_ns: Time,
     /// The last ACK's SACK blocks, sorted (`recv_sack_cache`).
     sack_cache: [(u32, u32); crate::packet::MAX_SACK_BLOCKS],
     sack_cache_len: usize,
-    /// Segments newly marked lost while processing the current ACK.
-    rate_lost: u32,
-    /// Segments ever marked lost (`tp->lost`).
-    lost_total: u32,
     /// Has every segment of a transfer been ACKed?
     pub done_at: Option<Time>,
     stopped: bool,
@@ -236,10 +227,7 @@ impl Sender {
             rto_us: super::rtt::RTO_INIT_US,
             retransmits_in_row: 0,
             timer: None,
-            next_send: 0,
             cwnd_usage_seq: 0,
-            min_rtt_us: u32::MAX,
-            delivered_ce: 0,
             jiffy_ns: if SEC % cfg.hz as u64 == 0 {
                 SEC / cfg.hz as u64
             } else {
@@ -247,8 +235,6 @@ impl Sender {
             },
             sack_cache: [(0, 0); crate::packet::MAX_SACK_BLOCKS],
             sack_cache_len: 0,
-            rate_lost: 0,
-            lost_total: 0,
             done_at: None,
             stopped: false,
             drained: false,
@@ -277,47 +263,43 @@ impl Sender {
         seg.wrapping_mul(self.cfg.mss)
     }
 
-    /// Copies the scoreboard's view into the connection state the
-    /// algorithm reads, and sets both clocks to `now`.
-    fn sync(&mut self, now: Time) {
-        let (una, nxt, high) = (
-            self.bytes(self.sb.una),
-            self.bytes(self.sb.nxt()),
-            self.bytes(self.high_seq),
-        );
+    /// `tcp_mstamp_refresh()`: the socket's clocks (µs, jiffies, ns) read
+    /// `now`, the time of the event being handled.
+    fn refresh_clock(&mut self, now: Time) {
         let sk = &mut self.sk;
         if sk.tcp_mstamp != now / US || now == 0 {
             sk.set_clock(now / US);
         }
         sk.tcp_clock_cache = now;
-        sk.tcp_wstamp_ns = self.next_send;
+    }
+
+    /// Shows the algorithm the scoreboard: the one copy of the sender's
+    /// state into [`Sock`]. Everything else an algorithm reads the sender
+    /// keeps in `sk` itself (cwnd, srtt, the rate sampler's counters,
+    /// `delivered_ce`, the pacing clock); the scoreboard counts segments
+    /// by index, and the socket sees them as bytes and counts.
+    ///
+    /// Called before the hooks of every event, after loss detection, and
+    /// after an undo clears the loss marks. So the hooks that loss
+    /// recovery calls while it detects (`ssthresh` and `set_state` of a
+    /// recovery RACK starts) see the counts as the ACK found them, where
+    /// Linux's would see the new marks (traces record them so).
+    fn expose(&mut self) {
+        let (una, nxt) = (self.bytes(self.sb.una), self.bytes(self.sb.nxt()));
+        let sk = &mut self.sk;
         sk.packets_out = self.sb.packets_out();
         sk.snd_una = una;
         sk.snd_nxt = nxt;
-        sk.high_seq = high;
-        sk.srtt_us = self.rtt.srtt_us;
-        sk.min_rtt_us = self.min_rtt_us;
-        sk.delivered = self.rate.delivered;
-        sk.delivered_ce = self.delivered_ce;
-        self.sync_losses();
-        self.sync_rate();
-    }
-
-    /// The part of `sync` that loss detection changes.
-    fn sync_losses(&mut self) {
-        let sk = &mut self.sk;
-        sk.lost = self.lost_total;
         sk.sacked_out = self.sb.sacked_out;
         sk.lost_out = self.sb.lost_out;
         sk.retrans_out = self.sb.retrans_out;
+        sk.lost = self.sb.lost;
     }
 
-    /// The part of `sync` that `tcp_rate_gen()` changes.
-    fn sync_rate(&mut self) {
-        let sk = &mut self.sk;
-        sk.delivered_mstamp = self.rate.delivered_mstamp;
-        sk.app_limited = self.rate.app_limited;
-        sk.rate_app_limited = self.rate.rate_app_limited;
+    /// `high_seq` moves to `snd_nxt`, in segments and in the socket.
+    fn set_high_seq(&mut self) {
+        self.high_seq = self.sb.nxt();
+        self.sk.high_seq = self.bytes(self.high_seq);
     }
 
     fn set_state(&mut self, s: CaState) {
@@ -331,7 +313,8 @@ impl Sender {
     /// Starts the connection (after the handshake): init, then send.
     pub fn start(&mut self, now: Time, out: &mut impl Wire) {
         self.started = true;
-        self.sync(now);
+        self.refresh_clock(now);
+        self.expose();
         // ECN is negotiated in the handshake, before init sees the socket.
         if self.cfg.ecn {
             self.sk.ecn_flags |= TCP_ECN_OK;
@@ -348,7 +331,8 @@ impl Sender {
     pub fn offer(&mut self, now: Time, segments: u64, out: &mut impl Wire) {
         self.cfg.limit_segments = Some(self.cfg.limit_segments.unwrap_or(0) + segments);
         self.done_at = None;
-        self.sync(now);
+        self.refresh_clock(now);
+        self.expose();
         self.write_xmit(now, out);
     }
 
@@ -369,7 +353,8 @@ impl Sender {
     /// pacing release of a segment it could send.
     pub fn next_wakeup(&self) -> Option<Time> {
         let t = self.timer.map(|(t, _)| t);
-        let pace = (self.next_send > 0 && self.can_send_something()).then_some(self.next_send);
+        let next_send = self.sk.tcp_wstamp_ns;
+        let pace = (next_send > 0 && self.can_send_something()).then_some(next_send);
         match (t, pace) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -407,7 +392,7 @@ impl Sender {
                 cwnd_limited = true;
                 break;
             }
-            if self.paced() && now < self.next_send {
+            if self.paced() && now < self.sk.tcp_wstamp_ns {
                 break;
             }
             // The hold is read only when something is lost.
@@ -444,7 +429,7 @@ impl Sender {
             && sent == 0
             && self.sb.lost_out <= self.sb.retrans_out
         {
-            self.rate.mark_app_limited(self.sb.in_flight());
+            RateSampler::mark_app_limited(&mut self.sk, self.sb.in_flight());
         }
     }
 
@@ -452,7 +437,7 @@ impl Sender {
         let rate = self.sk.pacing_rate.max(1);
         let len = (self.cfg.mss + HEADER_BYTES) as u128;
         let gap = (len * SEC as u128 / rate as u128) as Time;
-        self.next_send = self.next_send.max(now) + gap;
+        self.sk.tcp_wstamp_ns = self.sk.tcp_wstamp_ns.max(now) + gap;
     }
 
     /// A data segment. `tcp_ecn_send()`: new data is ECT when ECN is on;
@@ -474,9 +459,9 @@ impl Sender {
         let now_us = now / US;
         let prior_packets = self.sb.packets_out();
         if self.sb.in_flight() == 0 {
-            self.restart_after_idle(now);
+            self.restart_after_idle();
         }
-        let stamp = self.rate.on_send(now_us, prior_packets);
+        let stamp = self.rate.on_send(&mut self.sk, now_us, prior_packets);
         let seq = self.sb.nxt();
         self.sb.push(Seg::new(now_us, stamp));
         let mut p = self.packet(seq, false);
@@ -495,8 +480,8 @@ impl Sender {
     /// Sending from an empty pipe: `CA_EVENT_TX_START`, after restarting
     /// slow start if idle for longer than an RTO (`tcp_cwnd_restart()`:
     /// halve cwnd per RTO idle, not below the initial window).
-    fn restart_after_idle(&mut self, now: Time) {
-        self.sync(now);
+    fn restart_after_idle(&mut self) {
+        self.expose();
         let idle_j = self.sk.jiffies.wrapping_sub(self.sk.lsndtime) as i32;
         let rto_j = usecs_to_jiffies(self.rto_us as u32, self.cfg.hz) as i32;
         if self.cfg.slow_start_after_idle
@@ -533,7 +518,9 @@ impl Sender {
     /// it directly).
     fn resend(&mut self, now: Time, seq: u32, out: &mut impl Wire) {
         let now_us = now / US;
-        let stamp = self.rate.on_send(now_us, self.sb.packets_out());
+        let stamp = self
+            .rate
+            .on_send(&mut self.sk, now_us, self.sb.packets_out());
         self.sb.mark_retransmitted(seq, now_us, stamp);
         out.send(self.packet(seq, true));
         self.stats.segments_sent += 1;
@@ -602,8 +589,8 @@ impl Sender {
     /// out fires.
     fn loss_probe_deadline(&self, now: Time, advancing_rto: bool, packets_out: u32) -> Time {
         let hz = self.cfg.hz;
-        let mut timeout_j = if self.rtt.srtt_us != 0 {
-            let base = usecs_to_jiffies(self.rtt.srtt_us >> 2, hz);
+        let mut timeout_j = if self.sk.srtt_us != 0 {
+            let base = usecs_to_jiffies(self.sk.srtt_us >> 2, hz);
             if packets_out == 1 {
                 base + usecs_to_jiffies(RTO_MIN_US, hz)
             } else {
@@ -632,7 +619,8 @@ impl Sender {
         if let Some((at, kind)) = self.timer {
             if at <= now {
                 self.timer = None;
-                self.sync(now);
+                self.refresh_clock(now);
+                self.expose();
                 match kind {
                     TimerKind::Retransmit => self.on_rto(now, out),
                     TimerKind::LossProbe => self.on_loss_probe(now, out),
@@ -641,8 +629,9 @@ impl Sender {
                 return;
             }
         }
-        if self.paced() && now >= self.next_send {
-            self.sync(now);
+        if self.paced() && now >= self.sk.tcp_wstamp_ns {
+            self.refresh_clock(now);
+            self.expose();
             self.write_xmit(now, out);
         }
     }
@@ -659,11 +648,9 @@ impl Sender {
             || (state == CaState::Loss && self.retransmits_in_row == 0);
         // Every segment not SACKed is presumed lost.
         for seq in self.sb.una..self.sb.nxt() {
-            if self.sb.mark_lost(seq) {
-                self.lost_total = self.lost_total.wrapping_add(1);
-            }
+            self.sb.mark_lost(seq);
         }
-        self.sync(now);
+        self.expose();
         if reduce {
             self.undo.prior_ssthresh = self.sk.current_ssthresh();
             self.sk.prior_cwnd = self.sk.snd_cwnd;
@@ -678,7 +665,7 @@ impl Sender {
         self.sk.snd_cwnd_cnt = 0;
         self.sk.snd_cwnd_stamp = self.sk.jiffies;
         self.set_state(CaState::Loss);
-        self.high_seq = self.sb.nxt();
+        self.set_high_seq();
         self.tlp_high_seq = None;
         tcp_ecn_queue_cwr(&mut self.sk);
         // Retransmit the head now, back off, re-arm.
@@ -739,26 +726,23 @@ impl Sender {
 
     /// `tcp_rack_mark_lost()`: scan if RACK advanced; arm the reorder timer
     /// for segments not yet overdue.
-    fn rack_mark_lost(&mut self, now: Time) -> u32 {
+    fn rack_mark_lost(&mut self, now: Time) {
         if !self.rack.advanced {
-            return 0;
+            return;
         }
         self.rack.advanced = false;
         let in_recovery = self.sk.icsk_ca_state >= CaState::Recovery;
         let reo = Rack::reo_wnd(
             in_recovery,
             self.sb.sacked_out,
-            self.min_rtt_us,
-            self.rtt.srtt_us,
+            self.sk.min_rtt_us,
+            self.sk.srtt_us,
         );
-        let (timeout_us, marked) = self.rack.detect_loss(&mut self.sb, now / US, reo);
+        let (timeout_us, _) = self.rack.detect_loss(&mut self.sb, now / US, reo);
         if timeout_us > 0 {
             let j = usecs_to_jiffies(timeout_us, self.cfg.hz) + 2;
             self.set_timer(now, self.jiffies_ns(j), TimerKind::ReorderTimeout);
         }
-        self.rate_lost += marked;
-        self.lost_total = self.lost_total.wrapping_add(marked);
-        marked
     }
 
     // ---- ACK processing ---------------------------------------------------
@@ -770,7 +754,7 @@ impl Sender {
     /// `tcp_init_cwnd_reduction()`, with the core's own pieces: the
     /// episode's end in segments, no probe outstanding, PRR from zero.
     fn init_cwnd_reduction(&mut self) {
-        self.high_seq = self.sb.nxt();
+        self.set_high_seq();
         self.tlp_high_seq = None;
         self.prr = Prr::default();
         let (tap, cc) = (&mut self.tap, &mut self.cc);
@@ -782,13 +766,9 @@ impl Sender {
     /// reduction state as `tcp_init_cwnd_reduction()` would have.
     fn adopt_cwr_from_hook(&mut self) {
         self.undo.forbid();
-        self.high_seq = self.sb.nxt();
+        self.set_high_seq();
         self.tlp_high_seq = None;
         self.prr = Prr::default();
-    }
-
-    fn sync_seq(&mut self) {
-        self.sk.high_seq = self.bytes(self.high_seq);
     }
 
     /// `tcp_end_cwnd_reduction()`: undone if the marker is gone.
@@ -920,7 +900,7 @@ impl Sender {
                 let s = *self.sb.get(seq);
                 let retrans = s.has(EVER_RETRANS);
                 self.sb.mark_sacked(seq);
-                self.rate.delivered += 1;
+                self.sk.delivered += 1;
                 let mut stamp = s.stamp();
                 self.rate
                     .on_delivered(rs, &mut stamp, s.tx_us, seq + 1, retrans, true);
@@ -930,7 +910,7 @@ impl Sender {
                     s.tx_us,
                     seq + 1,
                     s.has(RETRANS) || retrans,
-                    self.min_rtt_us,
+                    self.sk.min_rtt_us,
                 );
                 if !retrans {
                     let first = sackt.map_or(s.tx_us, |(f, _)| f);
@@ -952,14 +932,11 @@ impl Sender {
         let now_us = now / US;
         let cum = ack.seq;
         if cum < self.sb.una || cum > self.sb.nxt() {
-            self.sync(now);
             return; // old or impossible
         }
-        // No sync here: nothing reads the socket until the one before
-        // `pkts_acked` (or `in_ack_event`), which copies it all again.
         let prior_una = self.sb.una;
-        let prior_delivered = self.rate.delivered;
-        self.rate_lost = 0;
+        let prior_delivered = self.sk.delivered;
+        let prior_lost = self.sb.lost;
         let mut rs = RateSample {
             rtt_us: -1,
             prior_in_flight: self.sb.in_flight(),
@@ -983,7 +960,7 @@ impl Sender {
         }
         if ece {
             flag |= FLAG_ECE;
-            self.delivered_ce += self.rate.delivered - prior_delivered;
+            self.sk.delivered_ce += self.sk.delivered - prior_delivered;
         }
 
         // Cumulative ACK: tcp_clean_rtx_queue().
@@ -1004,14 +981,14 @@ impl Sender {
             }
             if !s.has(SACKED) {
                 let ever = s.has(EVER_RETRANS);
-                self.rate.delivered += 1;
-                self.delivered_ce += ece as u32;
+                self.sk.delivered += 1;
+                self.sk.delivered_ce += ece as u32;
                 // The stamp is a copy: the segment has left the scoreboard,
                 // and only a SACK's delivery (not this) clears a stamp.
                 self.rate
                     .on_delivered(&mut rs, &mut s.stamp(), s.tx_us, seq + 1, ever, false);
                 self.rack
-                    .advance(now_us, s.tx_us, seq + 1, ever, self.min_rtt_us);
+                    .advance(now_us, s.tx_us, seq + 1, ever, self.sk.min_rtt_us);
             }
         }
         if cum > prior_una {
@@ -1031,33 +1008,31 @@ impl Sender {
             ca_rtt = Some(since(last));
         }
         if let Some(m) = seq_rtt {
-            self.rtt
-                .sample(m, self.bytes(self.sb.una), self.bytes(self.sb.nxt()));
-            self.rto_us = self.rtt.rto_us();
+            let (una, nxt) = (self.bytes(self.sb.una), self.bytes(self.sb.nxt()));
+            self.rtt.sample(&mut self.sk.srtt_us, m, una, nxt);
+            self.rto_us = self.rtt.rto_us(self.sk.srtt_us);
             if let Some(c) = ca_rtt {
-                self.min_rtt_us = self.min_rtt_us.min(c.max(1));
+                self.sk.min_rtt_us = self.sk.min_rtt_us.min(c.max(1));
             }
         }
         if let Some(c) = ca_rtt {
             rs.rtt_us = c as i64;
             self.last_rtt_sample = Some(c);
         }
-        let delivered = self.rate.delivered - prior_delivered;
+        let delivered = self.sk.delivered - prior_delivered;
+        self.refresh_clock(now);
+        self.expose();
         if prior_packets > 0 {
-            self.sync(now);
             let sample = AckSample {
                 pkts_acked: acked_pkts,
                 rtt_us: ca_rtt.map_or(-1, |r| r as i32),
                 in_flight: self
                     .cfg
                     .mss
-                    .wrapping_mul(self.rate.delivered.wrapping_sub(rs.prior_delivered)),
+                    .wrapping_mul(self.sk.delivered.wrapping_sub(rs.prior_delivered)),
             };
             self.call(Hook::PktsAcked(sample));
-        } else {
-            self.sync(now);
         }
-        // One sync for both hooks: the core changes nothing in between.
         self.call(Hook::InAckEvent(in_ack_flags(cum > prior_una, ack, ece)));
         // tcp_set_xmit_timer(): a TLP, else the RTO, from now. Until this
         // ACK's transmissions are done, only the timer's kind is read
@@ -1092,28 +1067,12 @@ impl Sender {
         let frto_new = dubious && self.fastretrans_alert(now, ece, flag, dupack);
 
         self.stats.delivered += delivered as u64;
+        let lost = self.sb.lost.wrapping_sub(prior_lost);
         self.rate
-            .generate(&mut rs, now_us, delivered, self.rate_lost, self.min_rtt_us);
-        // Since the sync before the hooks, only loss detection (on a
-        // dubious ACK) and the rate sample have changed what the socket
-        // mirrors: nothing in between sends, takes an ACK or an RTT sample,
-        // or moves the clock, `high_seq` is synced where it moves, and no
-        // algorithm writes a mirrored field outside `cong_avoid` and
-        // `cong_control`.
+            .generate(&mut self.sk, &mut rs, now_us, delivered, lost);
         if dubious {
-            self.sync_losses();
+            self.expose();
         }
-        self.sync_rate();
-        // Checked in debug builds: a full sync changes nothing more (it
-        // changes nothing at all if the check holds).
-        debug_assert!(
-            {
-                let partial = self.sk.clone();
-                self.sync(now);
-                partial == self.sk
-            },
-            "the socket fell out of sync during an ACK"
-        );
         self.cong_control(cum, flag & CONG_CONTROL_FLAGS, delivered, &rs);
         if self
             .cfg
@@ -1200,8 +1159,7 @@ impl Sender {
         };
         if self.sk.icsk_ca_state != state {
             self.set_state(state);
-            self.high_seq = self.sb.nxt();
-            self.sync_seq();
+            self.set_high_seq();
         }
     }
 
@@ -1310,7 +1268,7 @@ impl Sender {
     fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
         if unmark_loss {
             self.sb.unmark_lost();
-            self.sync_losses();
+            self.expose();
         }
         if self.undo.prior_ssthresh != 0 {
             self.sk.snd_cwnd = self.call(Hook::UndoCwnd);
@@ -1406,8 +1364,7 @@ impl Sender {
                     self.undo.frto = false;
                 }
             } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
-                self.high_seq = self.sb.nxt();
-                self.sync_seq();
+                self.set_high_seq();
                 // Step 2.b: new data if the window allows, else fall back
                 // to conventional recovery.
                 if self.has_new_data() && self.sb.packets_out() < self.cfg.rwnd_segments {
@@ -1427,8 +1384,6 @@ impl Sender {
         let ack = self.bytes(cum);
         if self.cc.has_cong_control() {
             self.call(Hook::CongControl { ack, flag, rs: *rs });
-            // The algorithm may mark the flow app-limited (BBR's PROBE_RTT).
-            self.rate.app_limited = self.sk.app_limited;
         } else if self.in_cwnd_reduction() {
             let in_flight = self.sb.in_flight();
             let lost = rs.losses.max(0) as u32;
