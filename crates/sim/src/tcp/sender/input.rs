@@ -24,7 +24,7 @@ use super::{
     Sender, CONG_CONTROL_FLAGS, FLAG_DATA_ACKED, FLAG_DATA_SACKED, FLAG_DSACKING_ACK, FLAG_ECE,
     FLAG_ORIG_SACK_ACKED, FLAG_SND_UNA_ADVANCED,
 };
-use crate::packet::{Packet, Wire};
+use crate::packet::{Packet, Wire, MAX_SACK_BLOCKS};
 use crate::tcp::scoreboard::{EVER_RETRANS, RETRANS, SACKED};
 use crate::time::{Time, US};
 
@@ -311,13 +311,27 @@ impl Sender {
 
     /// `tcp_sacktag_write_queue()`: marks newly SACKed segments, blocks in
     /// sequence order as Linux sorts them; a D-SACK is the first block
-    /// only. Each newly SACKed segment is delivered (the rate sample, RACK)
-    /// and, if never retransmitted, times the algorithm's RTT sample.
+    /// only, and counts for undo.
     fn sacktag(&mut self, now_us: u64, ack: &Packet, a: &mut AckState) {
         if ack.dsack && self.check_dsack(ack) {
             a.flag |= FLAG_DSACKING_ACK;
         }
-        let mut blocks = [(0u32, 0u32); crate::packet::MAX_SACK_BLOCKS];
+        let (pieces, npieces) = self.new_sack_ranges(ack);
+        for &(start, end) in &pieces[..npieces] {
+            for seq in start.max(self.sb.una)..end.min(self.sb.nxt()) {
+                if !self.sb.get(seq).has(SACKED) {
+                    self.sacktag_one(now_us, seq, a);
+                }
+            }
+        }
+    }
+
+    /// The ranges the ACK's SACK blocks cover that the previous ACK's did
+    /// not (Linux's `recv_sack_cache`): a receiver repeats its blocks,
+    /// growing them at one edge, so each ACK walks only the newly SACKed
+    /// segments. The ACK's blocks become the cache.
+    fn new_sack_ranges(&mut self, ack: &Packet) -> ([(u32, u32); 4 * MAX_SACK_BLOCKS], usize) {
+        let mut blocks = [(0u32, 0u32); MAX_SACK_BLOCKS];
         let mut nblocks = 0;
         for (i, &b) in ack.sack_blocks().iter().enumerate() {
             if !(ack.dsack && i == 0) {
@@ -326,10 +340,7 @@ impl Sender {
             }
         }
         blocks[..nblocks].sort_unstable();
-        // Skip what the previous ACK's blocks already covered (Linux's
-        // `recv_sack_cache`): a receiver repeats its blocks, growing them
-        // at one edge, so each ACK walks only the newly SACKed segments.
-        let mut pieces = [(0u32, 0u32); 4 * crate::packet::MAX_SACK_BLOCKS];
+        let mut pieces = [(0u32, 0u32); 4 * MAX_SACK_BLOCKS];
         let mut npieces = 0;
         for &b in &blocks[..nblocks] {
             npieces += uncovered(
@@ -342,36 +353,36 @@ impl Sender {
         // `nblocks` a call to memcpy.
         self.sack_cache = blocks;
         self.sack_cache_len = nblocks;
-        for &(start, end) in &pieces[..npieces] {
-            for seq in start.max(self.sb.una)..end.min(self.sb.nxt()) {
-                if self.sb.get(seq).has(SACKED) {
-                    continue;
-                }
-                let s = *self.sb.get(seq);
-                let retrans = s.has(EVER_RETRANS);
-                self.sb.mark_sacked(seq);
-                self.sk.delivered += 1;
-                let mut stamp = s.stamp();
-                self.rate
-                    .on_delivered(&mut a.rs, &mut stamp, s.tx_us, seq + 1, retrans, true);
-                self.sb.get_mut(seq).set_stamp(stamp);
-                self.rack.advance(
-                    now_us,
-                    s.tx_us,
-                    seq + 1,
-                    s.has(RETRANS) || retrans,
-                    self.sk.min_rtt_us,
-                );
-                if !retrans {
-                    let first = a.sackt.map_or(s.tx_us, |(f, _)| f);
-                    a.sackt = Some((first, s.tx_us));
-                    if seq < self.high_seq {
-                        a.flag |= FLAG_ORIG_SACK_ACKED;
-                    }
-                }
-                a.flag |= FLAG_DATA_SACKED;
+        (pieces, npieces)
+    }
+
+    /// `tcp_sacktag_one()`: segment `seq` is newly SACKed, so delivered
+    /// (the rate sample, RACK) and, if never retransmitted, a time for the
+    /// algorithm's RTT sample.
+    fn sacktag_one(&mut self, now_us: u64, seq: u32, a: &mut AckState) {
+        let s = *self.sb.get(seq);
+        let retrans = s.has(EVER_RETRANS);
+        self.sb.mark_sacked(seq);
+        self.sk.delivered += 1;
+        let mut stamp = s.stamp();
+        self.rate
+            .on_delivered(&mut a.rs, &mut stamp, s.tx_us, seq + 1, retrans, true);
+        self.sb.get_mut(seq).set_stamp(stamp);
+        self.rack.advance(
+            now_us,
+            s.tx_us,
+            seq + 1,
+            s.has(RETRANS) || retrans,
+            self.sk.min_rtt_us,
+        );
+        if !retrans {
+            let first = a.sackt.map_or(s.tx_us, |(f, _)| f);
+            a.sackt = Some((first, s.tx_us));
+            if seq < self.high_seq {
+                a.flag |= FLAG_ORIG_SACK_ACKED;
             }
         }
+        a.flag |= FLAG_DATA_SACKED;
     }
 
     /// `tcp_clean_rtx_queue()`'s FLAG_ORIG_SACK_ACKED: does the cumulative
