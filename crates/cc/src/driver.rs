@@ -20,6 +20,10 @@
 //! Tests use it to drive algorithms through realistic hook sequences (and
 //! record them as traces); the CLI's `model` command uses it to show an
 //! algorithm's behaviour in a second. The same seed gives the same run.
+//!
+//! The pacing rate and state changes are the TCP core's own
+//! ([`crate::tcp`]); the start and end of a recovery are this model's
+//! outline of them.
 
 use crate::ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample, Tap};
 use crate::rand::SplitMix64;
@@ -301,7 +305,12 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
         sk.min_rtt_us = sk.min_rtt_us.min(m);
     }
 
-    /// `tcp_enter_recovery()`: remember cwnd, ask for ssthresh, switch state.
+    /// The round model's `tcp_enter_recovery()`: remember cwnd, ask for
+    /// ssthresh, switch state. An outline, not
+    /// [`crate::tcp::tcp_init_cwnd_reduction`]: `snd_cwnd_cnt` carries
+    /// over and `ssthresh` sees the previous `high_seq` (the kernel clears
+    /// the one and moves the other first); `kleinrock model`'s outputs
+    /// are recorded with this outline.
     fn enter_recovery(&mut self) {
         self.sk.prior_cwnd = self.sk.snd_cwnd;
         self.sk.snd_ssthresh = self.call(Hook::Ssthresh);
@@ -310,7 +319,9 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
         self.totals.recoveries += 1;
     }
 
-    /// End of recovery (`tcp_end_cwnd_reduction()`): cwnd = ssthresh.
+    /// End of recovery: cwnd = ssthresh, as `tcp_end_cwnd_reduction()`
+    /// leaves a Recovery that was not undone, but without its
+    /// `CA_EVENT_COMPLETE_CWR` (see [`Driver::enter_recovery`]).
     fn finish_recovery(&mut self) {
         if self.sk.icsk_ca_state == CaState::Recovery
             && self.sk.snd_ssthresh < TCP_INFINITE_SSTHRESH
