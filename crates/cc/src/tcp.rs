@@ -15,8 +15,8 @@
 //! - `tcp_set_ca_state()` (`tcp_cong.c`): the only way the state machine
 //!   moves, the algorithm told first.
 //! - `tcp_init_cwnd_reduction()`, `tcp_end_cwnd_reduction()`,
-//!   `tcp_ecn_queue_cwr()` (`tcp_input.c`): where a reduction (CWR or
-//!   Recovery) starts and ends.
+//!   `tcp_enter_cwr()`, `tcp_ecn_queue_cwr()` (`tcp_input.c`): where a
+//!   reduction (CWR or Recovery) starts and ends.
 
 use crate::ops::{CaEvent, CongestionControl, Hook, Tap};
 use crate::sock::{
@@ -92,6 +92,25 @@ pub fn tcp_init_cwnd_reduction(sk: &mut Sock, ssthresh: impl FnOnce(&mut Sock) -
     sk.prior_cwnd = sk.snd_cwnd;
     sk.snd_ssthresh = ssthresh(sk);
     tcp_ecn_queue_cwr(sk);
+}
+
+/// `tcp_enter_cwr()`: a reduction that is never undone (ECN's, or an
+/// algorithm's own signal), made once: only from Open or Disorder. Returns
+/// whether CWR was entered. The kernel first clears `prior_ssthresh` and
+/// `undo_marker`, so that nothing undoes it; those, like the core's own
+/// parts of [`tcp_init_cwnd_reduction`], are the caller's.
+#[inline]
+pub fn tcp_enter_cwr<C, T>(tap: &mut T, cc: &mut C, sk: &mut Sock) -> bool
+where
+    C: CongestionControl + ?Sized,
+    T: Tap<C> + ?Sized,
+{
+    if sk.icsk_ca_state >= CaState::Cwr {
+        return false;
+    }
+    tcp_init_cwnd_reduction(sk, |sk| tap.call(&Hook::Ssthresh, cc, sk));
+    tcp_set_ca_state(tap, cc, sk, CaState::Cwr);
+    true
 }
 
 /// `tcp_end_cwnd_reduction()`: the reduction is over; cwnd lands on
@@ -239,6 +258,25 @@ mod tests {
         let mut sk = sock(40, TCP_INFINITE_SSTHRESH, 0);
         tcp_init_cwnd_reduction(&mut sk, |_| 20);
         assert_eq!(sk.ecn_flags, 0);
+    }
+
+    #[test]
+    fn cwr_is_entered_once_from_open_or_disorder() {
+        let mut cc: Algorithm = "reno".parse().unwrap();
+        let mut names = Names::default();
+        let mut sk = sock(40, TCP_INFINITE_SSTHRESH, 0);
+        sk.icsk_ca_state = CaState::Disorder;
+        assert!(tcp_enter_cwr(&mut names, &mut cc, &mut sk));
+        assert_eq!(names.0, ["ssthresh", "set_state"]);
+        assert_eq!(
+            (sk.icsk_ca_state, sk.snd_ssthresh, sk.prior_cwnd),
+            (CaState::Cwr, 20, 40)
+        );
+        for state in [CaState::Cwr, CaState::Recovery, CaState::Loss] {
+            sk.icsk_ca_state = state;
+            assert!(!tcp_enter_cwr(&mut names, &mut cc, &mut sk));
+        }
+        assert_eq!(names.0.len(), 2);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 
 use kleinrock_cc::ops::Tap;
 use kleinrock_cc::sock::{after, usecs_to_jiffies, TCP_ECN_QUEUE_CWR};
-use kleinrock_cc::tcp::{tcp_ecn_queue_cwr, tcp_end_cwnd_reduction, tcp_init_cwnd_reduction};
+use kleinrock_cc::tcp::{
+    tcp_ecn_queue_cwr, tcp_end_cwnd_reduction, tcp_enter_cwr, tcp_init_cwnd_reduction,
+};
 use kleinrock_cc::{CaEvent, CaState, Hook};
 
 use super::{Sender, TimerKind, FLAG_DATA_SACKED, FLAG_ORIG_SACK_ACKED, FLAG_SND_UNA_ADVANCED};
@@ -194,24 +196,29 @@ impl Sender {
         matches!(self.sk.icsk_ca_state, CaState::Cwr | CaState::Recovery)
     }
 
-    /// `tcp_init_cwnd_reduction()`, with the core's own pieces: the
-    /// episode's end in segments, no probe outstanding, PRR from zero.
+    /// `tcp_init_cwnd_reduction()`, the socket's part from
+    /// `kleinrock_cc::tcp`.
     fn init_cwnd_reduction(&mut self) {
-        self.set_high_seq();
-        self.tlp_high_seq = None;
-        self.prr = Prr::default();
+        self.reset_reduction();
         let (tap, cc) = (&mut self.tap, &mut self.cc);
         tcp_init_cwnd_reduction(&mut self.sk, |sk| tap.call(&Hook::Ssthresh, cc, sk));
     }
 
-    /// The algorithm entered CWR itself (`tcp_enter_cwr()` from CDG's
-    /// `cong_avoid`): the socket fields are done; reset the core's own
-    /// reduction state as `tcp_init_cwnd_reduction()` would have.
-    pub(super) fn adopt_cwr_from_hook(&mut self) {
-        self.undo.forbid();
+    /// The core's own part of `tcp_init_cwnd_reduction()`: the episode's
+    /// end in segments, no probe outstanding, PRR from zero.
+    fn reset_reduction(&mut self) {
         self.set_high_seq();
         self.tlp_high_seq = None;
         self.prr = Prr::default();
+    }
+
+    /// The algorithm entered CWR itself (`tcp_enter_cwr()` from CDG's
+    /// `cong_avoid`): the socket fields are done; the core's own state is
+    /// reset as `tcp_init_cwnd_reduction()` would have, and nothing undoes
+    /// the reduction.
+    pub(super) fn adopt_cwr_from_hook(&mut self) {
+        self.undo.forbid();
+        self.reset_reduction();
     }
 
     /// `tcp_end_cwnd_reduction()`: undone if the marker is gone.
@@ -224,9 +231,8 @@ impl Sender {
     /// window (of ECN echoes, here).
     fn enter_cwr(&mut self) {
         self.undo.forbid();
-        if self.sk.icsk_ca_state < CaState::Cwr {
-            self.init_cwnd_reduction();
-            self.set_state(CaState::Cwr);
+        if tcp_enter_cwr(&mut self.tap, &mut self.cc, &mut self.sk) {
+            self.reset_reduction();
         }
     }
 
