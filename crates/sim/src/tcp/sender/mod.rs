@@ -6,7 +6,7 @@
 //! One [`Sender`] per flow; its `impl` is split along the kernel's files:
 //!
 //! - this file: the connection's state, its start, and what the world
-//!   asks of it (the next wakeup), and [`Sender::expose`], the one copy of
+//!   asks of it (the next wakeup), and `expose()`, the one copy of
 //!   the sender's own state into the [`Sock`] the algorithm reads;
 //! - `input.rs`, `tcp_ack()`: SACK tagging, cleaning the retransmit queue
 //!   with its RTT samples and `pkts_acked`, `in_ack_event`, then cwnd
