@@ -203,6 +203,7 @@ impl Sender {
             self.retransmits_in_row = 0;
         }
         self.ack_update_rtt(now_us, a);
+        // The ACK's first hooks are next: show them the cleaned queue.
         self.expose();
         if a.prior_packets > 0 {
             let sample = AckSample {
