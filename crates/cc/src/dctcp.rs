@@ -19,7 +19,8 @@
 //! Receiver side: [`ece_ack_update`] is the CE state machine both ends run
 //! (`dctcp_ece_ack_update()`). When the CE state flips, a delayed ACK that
 //! covers packets of the old state goes out first, with the old ECE, so
-//! every byte is echoed with the mark it carried.
+//! every byte is echoed with the mark it carried. A receiver that asks
+//! [`CongestionControl::ce_echo`] gets it as an [`EceState`].
 //!
 //! Without negotiated ECN (no `TCP_ECN_OK` at `init`) the kernel swaps the
 //! connection to `dctcp-reno`; this port does the same through a flag.
@@ -27,7 +28,7 @@
 use alloc::string::{String, ToString};
 
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
-use crate::ops::{CaEvent, CaVisitor, CongestionControl};
+use crate::ops::{CaEvent, CaVisitor, CeEcho, CongestionControl};
 use crate::params::{int_value, ParamError, ParamInfo, Params};
 use crate::sock::{before, CaState, Field, Sock, TCP_ECN_DEMAND_CWR, TCP_ECN_OK};
 
@@ -171,6 +172,27 @@ pub fn ece_ack_update(
     out
 }
 
+/// The receiving end's half of DCTCP (its `ce_state` and `prior_rcv_nxt`),
+/// for a receiver that keeps no `Dctcp` of its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EceState {
+    ce_state: u32,
+    prior_rcv_nxt: u32,
+}
+
+impl EceState {
+    /// [`ece_ack_update`] for one ECN-capable data packet.
+    pub fn update(&mut self, rcv_nxt: u32, is_ce: bool, ack_delayed: bool) -> EceAck {
+        ece_ack_update(
+            &mut self.ce_state,
+            &mut self.prior_rcv_nxt,
+            rcv_nxt,
+            is_ce,
+            ack_delayed,
+        )
+    }
+}
+
 impl Dctcp {
     pub fn new(params: DctcpParams) -> Dctcp {
         Dctcp {
@@ -252,6 +274,10 @@ impl CongestionControl for Dctcp {
 
     fn needs_ecn(&self) -> bool {
         true
+    }
+
+    fn ce_echo(&self) -> CeEcho {
+        CeEcho::PerPacket(EceState::default())
     }
 
     fn init(&mut self, sk: &mut Sock) {
@@ -557,5 +583,16 @@ mod tests {
         d.cwnd_event(&mut sk, CaEvent::EcnNoCe);
         assert_eq!(sk.ecn_flags, TCP_ECN_OK);
         assert_eq!(sk.icsk_ack_pending, ICSK_ACK_NOW);
+    }
+
+    #[test]
+    fn a_receiver_asks_dctcp_for_its_per_packet_echo() {
+        let CeEcho::PerPacket(mut echo) = Dctcp::default().ce_echo() else {
+            panic!("DCTCP echoes each packet's mark");
+        };
+        let r = echo.update(1, true, true);
+        assert_eq!((r.flush, r.ack_now, r.ece), (Some((0, false)), true, true));
+        let reno: crate::Algorithm = "reno".parse().unwrap();
+        assert_eq!(reno.ce_echo(), CeEcho::Latched);
     }
 }

@@ -20,10 +20,15 @@
 //! Tests use it to drive algorithms through realistic hook sequences (and
 //! record them as traces); the CLI's `model` command uses it to show an
 //! algorithm's behaviour in a second. The same seed gives the same run.
+//!
+//! The pacing rate and state changes are the TCP core's own
+//! ([`crate::tcp`]); the start and end of a recovery are this model's
+//! outline of them.
 
 use crate::ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample, Tap};
 use crate::rand::SplitMix64;
 use crate::sock::{CaState, Sock, TCP_INFINITE_SSTHRESH, USEC_PER_SEC};
+use crate::tcp::{tcp_set_ca_state, tcp_update_pacing_rate};
 use alloc::vec::Vec;
 
 /// Linux's minimum RTO (`TCP_RTO_MIN`), microseconds.
@@ -279,7 +284,8 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
             if !matches!(self.sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
                 self.call(Hook::CongAvoid { ack, acked });
             }
-            self.update_pacing_rate();
+            // Linux sets it even when nothing paces (HyStart reads it).
+            tcp_update_pacing_rate(&mut self.sk);
         }
     }
 
@@ -299,24 +305,12 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
         sk.min_rtt_us = sk.min_rtt_us.min(m);
     }
 
-    /// `tcp_update_pacing_rate()`: 200% of cwnd/srtt in slow start, 120%
-    /// after, as Linux sets it even when nothing paces (HyStart reads it).
-    fn update_pacing_rate(&mut self) {
-        let sk = &mut self.sk;
-        let ratio: u64 = if sk.snd_cwnd < sk.snd_ssthresh / 2 {
-            200
-        } else {
-            120
-        };
-        let mut rate = sk.mss_cache as u64 * ((USEC_PER_SEC / 100) << 3) * ratio;
-        rate = rate.wrapping_mul(sk.snd_cwnd.max(sk.packets_out) as u64);
-        if sk.srtt_us != 0 {
-            rate /= sk.srtt_us as u64;
-        }
-        sk.pacing_rate = rate.min(sk.max_pacing_rate);
-    }
-
-    /// `tcp_enter_recovery()`: remember cwnd, ask for ssthresh, switch state.
+    /// The round model's `tcp_enter_recovery()`: remember cwnd, ask for
+    /// ssthresh, switch state. An outline, not
+    /// [`crate::tcp::tcp_init_cwnd_reduction`]: `snd_cwnd_cnt` carries
+    /// over and `ssthresh` sees the previous `high_seq` (the kernel clears
+    /// the one and moves the other first); `kleinrock model`'s outputs
+    /// are recorded with this outline.
     fn enter_recovery(&mut self) {
         self.sk.prior_cwnd = self.sk.snd_cwnd;
         self.sk.snd_ssthresh = self.call(Hook::Ssthresh);
@@ -325,7 +319,9 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
         self.totals.recoveries += 1;
     }
 
-    /// End of recovery (`tcp_end_cwnd_reduction()`): cwnd = ssthresh.
+    /// End of recovery: cwnd = ssthresh, as `tcp_end_cwnd_reduction()`
+    /// leaves a Recovery that was not undone, but without its
+    /// `CA_EVENT_COMPLETE_CWR` (see [`Driver::enter_recovery`]).
     fn finish_recovery(&mut self) {
         if self.sk.icsk_ca_state == CaState::Recovery
             && self.sk.snd_ssthresh < TCP_INFINITE_SSTHRESH
@@ -338,8 +334,7 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
     }
 
     fn set_state(&mut self, s: CaState) {
-        self.call(Hook::SetState(s));
-        self.sk.icsk_ca_state = s;
+        tcp_set_ca_state(&mut self.tap, &mut self.cc, &mut self.sk, s);
     }
 
     /// `tcp_enter_loss()` after an RTO, then the silent RTO itself.

@@ -15,6 +15,9 @@
 //!   algorithms; [`minmax`]: the
 //!   windowed min/max filter BBR keeps its estimates in.
 //! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
+//! - [`tcp`]: the TCP core's steps around the hooks (pacing rate, state
+//!   changes, the start and end of a reduction), shared by every core that
+//!   drives an algorithm.
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
 //! - [`rand`]: the seeded generator everything random draws from.
 //!
@@ -45,6 +48,7 @@ pub mod rand;
 pub mod reno;
 pub mod sock;
 pub mod spec;
+pub mod tcp;
 pub mod vegas;
 
 pub use ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample};

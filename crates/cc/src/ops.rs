@@ -7,6 +7,7 @@
 //! are the kernel's, so an algorithm written here ports line for line to BPF
 //! struct_ops and replays a kernel trace.
 
+use crate::dctcp::EceState;
 use crate::sock::{CaState, Sock};
 
 /// `enum tcp_ca_event`.
@@ -101,6 +102,22 @@ pub struct RateSample {
     pub is_ack_delayed: bool,
 }
 
+/// How the receiving end echoes CE marks back to the algorithm. In Linux
+/// the receiver runs the same algorithm, and `__tcp_ecn_check_ce()` gives
+/// one that needs ECN every data packet's mark (`CA_EVENT_ECN_IS_CE`,
+/// `CA_EVENT_ECN_NO_CE`); the others get RFC 3168's latch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CeEcho {
+    /// RFC 3168 6.1.3: ECE on every ACK from the first CE until the
+    /// sender's CWR.
+    #[default]
+    Latched,
+    /// Each ACK's ECE is the mark of the packets it covers, and a change
+    /// of mark is ACKed at once (DCTCP, RFC 8257 3.2): this state machine,
+    /// run for every ECN-capable data packet.
+    PerPacket(EceState),
+}
+
 /// Visits the algorithm's private state as (kernel member name, value).
 pub type CaVisitor<'a> = &'a mut dyn FnMut(&'static str, i64);
 
@@ -155,6 +172,12 @@ pub trait CongestionControl {
     /// is set on every segment (retransmissions too).
     fn needs_ecn(&self) -> bool {
         false
+    }
+
+    /// How a receiver running this algorithm echoes CE (what its
+    /// `cwnd_event` does there with `CA_EVENT_ECN_IS_CE` / `_NO_CE`).
+    fn ce_echo(&self) -> CeEcho {
+        CeEcho::Latched
     }
 
     /// Walks the private state, named as the kernel's private struct names

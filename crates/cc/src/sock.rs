@@ -430,14 +430,7 @@ impl Sock {
         if self.icsk_ca_state >= CaState::Cwr {
             return;
         }
-        // tcp_init_cwnd_reduction()
-        self.high_seq = self.snd_nxt;
-        self.snd_cwnd_cnt = 0;
-        self.prior_cwnd = self.snd_cwnd;
-        self.snd_ssthresh = ssthresh(self);
-        if self.ecn_flags & TCP_ECN_OK != 0 {
-            self.ecn_flags |= TCP_ECN_QUEUE_CWR;
-        }
+        crate::tcp::tcp_init_cwnd_reduction(self, ssthresh);
         self.icsk_ca_state = CaState::Cwr;
     }
 

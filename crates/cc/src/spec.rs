@@ -22,7 +22,7 @@ use crate::cdg::{Cdg, CdgParams};
 use crate::cubic::{Cubic, CubicParams};
 use crate::dctcp::{Dctcp, DctcpParams};
 use crate::htcp::{Htcp, HtcpParams};
-use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl, RateSample};
+use crate::ops::{AckSample, CaEvent, CaVisitor, CeEcho, CongestionControl, RateSample};
 use crate::params::{ParamError, ParamInfo, Params};
 use crate::reno::{Reno, RenoParams};
 use crate::sock::{CaState, Field, Sock};
@@ -314,6 +314,9 @@ impl CongestionControl for Algorithm {
     }
     fn needs_ecn(&self) -> bool {
         dispatch!(self, a => a.needs_ecn())
+    }
+    fn ce_echo(&self) -> CeEcho {
+        dispatch!(self, a => a.ce_echo())
     }
     fn visit_ca(&self, visit: CaVisitor<'_>) {
         dispatch!(self, a => a.visit_ca(visit))

@@ -27,9 +27,6 @@ pub mod tcp;
 pub mod time;
 pub mod world;
 
-// The scoreboard's ring (`crate::ring::Ring` in tcp/) is the link models'.
-use kleinrock_link::ring;
-
 pub use kleinrock_link::codel::CodelParams;
 pub use kleinrock_link::loss::LossModel;
 pub use kleinrock_link::mahimahi::Trace;

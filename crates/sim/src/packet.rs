@@ -47,6 +47,9 @@ impl Wire for Vec<Packet> {
     }
 }
 
+/// Header bytes on a data segment or ACK: IPv4 20 + TCP 20 + timestamps 12.
+pub const HEADER_BYTES: u32 = 52;
+
 /// Up to three SACK blocks, as fit in a header with timestamps.
 pub const MAX_SACK_BLOCKS: usize = 3;
 

@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::decimal::{push_fixed, push_int};
 use crate::json::{record_key, JsonWriter};
 use crate::link::LinkStats;
-use crate::world::Config;
+use crate::time::Time;
 
 /// A log-linear histogram of microsecond values (64 sub-buckets per power
 /// of two, under 1.6% error), for RTT percentiles without storing samples.
@@ -372,14 +372,17 @@ pub struct Results {
 }
 
 impl Results {
-    pub fn new(cfg: &Config) -> Results {
-        let samples = (cfg.duration / cfg.sample_interval.max(1)) as usize + 1;
+    /// Empty results of a run of `duration` with `flows` TCP flows sampled
+    /// every `sample_interval`, their series reserved in full (no growth,
+    /// so no copying, while the run samples).
+    pub fn new(duration: Time, sample_interval: Time, seed: u64, flows: usize) -> Results {
+        let samples = (duration / sample_interval.max(1)) as usize + 1;
         Results {
-            duration_s: cfg.duration as f64 / 1e9,
-            seed: cfg.seed,
-            flows: Vec::with_capacity(cfg.flows.len()),
+            duration_s: duration as f64 / 1e9,
+            seed,
+            flows: Vec::with_capacity(flows),
             rtt: Histogram::default(),
-            flow_series: Vec::with_capacity(samples * cfg.flows.len()),
+            flow_series: Vec::with_capacity(samples * flows),
             queue_series: Vec::with_capacity(samples * 2),
             pings: Vec::new(),
             ping_series: Vec::new(),

@@ -21,12 +21,12 @@ use kleinrock_link::red::{Red, RedParams, RedQueue};
 
 use crate::event::{Event, EventQueue};
 use crate::link::{Arrival, Link, LinkStats, Pipe, Qdisc};
-use crate::packet::{Kind, Packet, Wire};
+use crate::packet::{Kind, Packet, Wire, HEADER_BYTES};
 use crate::results::{
     FlowSample, FlowSummary, Histogram, PingSample, PingSummary, QueueSample, Results, UdpSummary,
 };
-use crate::tcp::receiver::{EcnEcho, Receiver};
-use crate::tcp::sender::{Sender, SenderConfig, HEADER_BYTES};
+use crate::tcp::receiver::Receiver;
+use crate::tcp::sender::{Sender, SenderConfig};
 use crate::time::{serialization, Time, NEVER, SEC};
 
 /// The queue at a bottleneck.
@@ -288,17 +288,9 @@ impl Sim {
             };
             flows.push(Flow {
                 sender: Sender::new(i as u32, f.cc.clone(), scfg, recorder),
-                // Both ends run the flow's algorithm, so a DCTCP flow gets
-                // DCTCP's CE echo.
-                receiver: Receiver::new(
-                    i as u32,
-                    cfg.delayed_acks,
-                    if f.cc.needs_ecn() {
-                        EcnEcho::Dctcp
-                    } else {
-                        EcnEcho::Classic
-                    },
-                ),
+                // Both ends run the flow's algorithm: the receiver echoes
+                // CE as the algorithm asks (DCTCP's per-packet echo).
+                receiver: Receiver::new(i as u32, cfg.delayed_acks, f.cc.ce_echo()),
                 data_link: if f.upload { 0 } else { 1 },
                 stop: f.stop,
                 wake_at: NEVER,
@@ -363,7 +355,7 @@ impl Sim {
             flows,
             pings,
             udps,
-            results: Results::new(&cfg),
+            results: Results::new(cfg.duration, cfg.sample_interval, cfg.seed, cfg.flows.len()),
             last_link_stats: [LinkStats::default(); 2],
             cfg,
             events_processed: 0,
@@ -668,11 +660,11 @@ impl Sim {
                 throughput_bps: acked_bytes as f64 * 8.0 * SEC as f64 / interval as f64,
                 cwnd: s.sk.snd_cwnd,
                 ssthresh: s.sk.snd_ssthresh,
-                srtt_us: s.rtt.srtt_us >> 3,
-                min_rtt_us: if s.min_rtt_us == u32::MAX {
+                srtt_us: s.sk.srtt_us >> 3,
+                min_rtt_us: if s.sk.min_rtt_us == u32::MAX {
                     0
                 } else {
-                    s.min_rtt_us
+                    s.sk.min_rtt_us
                 },
                 inflight: s.sb.in_flight(),
                 pacing_rate_bps: s.sk.pacing_rate.saturating_mul(8),

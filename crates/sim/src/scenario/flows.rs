@@ -9,7 +9,7 @@ use toml::Spanned as S;
 
 use super::units::{parse_bytes, parse_rate, Source};
 use super::ScenarioError;
-use crate::tcp::sender::HEADER_BYTES;
+use crate::packet::HEADER_BYTES;
 use crate::time::{Time, MS};
 use crate::world::{FlowConfig, PingConfig, RequestResponse, UdpConfig};
 

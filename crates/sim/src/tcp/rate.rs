@@ -4,9 +4,14 @@
 //! most recently sent segment it (S)ACKs into a sample of delivered
 //! segments over the longer of the send and ACK intervals, flagged when the
 //! application, not the network, limited it.
+//!
+//! The connection's counters the kernel keeps in `tcp_sock` and the
+//! algorithm reads (`delivered`, `delivered_mstamp`, `app_limited`,
+//! `rate_app_limited`) live in [`Sock`], where the sampler reads and
+//! writes them; the sampler keeps only what no algorithm sees.
 
 use kleinrock_cc::sock::after;
-use kleinrock_cc::RateSample;
+use kleinrock_cc::{RateSample, Sock};
 
 /// What a segment remembers of the connection when it was sent
 /// (`tcp_skb_cb.tx`).
@@ -19,18 +24,17 @@ pub struct TxStamp {
     pub is_app_limited: bool,
 }
 
-/// The connection's sampler state (the `tcp_sock` fields it uses).
+/// The sampler's own state: the `tcp_sock` fields of `tcp_rate.c` that
+/// [`Sock`] does not carry. (`sk.app_limited`, non-zero, is the
+/// `delivered` count at which the application-limited bubble ends.)
 #[derive(Clone, Debug, Default)]
 pub struct RateSampler {
-    pub delivered: u32,
-    pub delivered_mstamp: u64,
     pub first_tx_mstamp: u64,
-    /// Non-zero: `delivered` count when the application-limited bubble
-    /// ends.
-    pub app_limited: u32,
+    /// The latest sample that was not application-limited, or that beat
+    /// the one before it (`tcp_rate_gen()`'s `rate_delivered`,
+    /// `rate_interval_us`).
     pub rate_delivered: u32,
     pub rate_interval_us: u64,
-    pub rate_app_limited: bool,
 }
 
 /// `tcp_skb_sent_after()`.
@@ -41,16 +45,16 @@ fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
 impl RateSampler {
     /// `tcp_rate_skb_sent()`: stamp a segment sent at `now_us` with
     /// `packets_out` already in flight.
-    pub fn on_send(&mut self, now_us: u64, packets_out: u32) -> TxStamp {
+    pub fn on_send(&mut self, sk: &mut Sock, now_us: u64, packets_out: u32) -> TxStamp {
         if packets_out == 0 {
             self.first_tx_mstamp = now_us;
-            self.delivered_mstamp = now_us;
+            sk.delivered_mstamp = now_us;
         }
         TxStamp {
             first_tx_mstamp: self.first_tx_mstamp,
-            delivered_mstamp: self.delivered_mstamp,
-            delivered: self.delivered,
-            is_app_limited: self.app_limited != 0,
+            delivered_mstamp: sk.delivered_mstamp,
+            delivered: sk.delivered,
+            is_app_limited: sk.app_limited != 0,
         }
     }
 
@@ -89,17 +93,17 @@ impl RateSampler {
     /// are the segments newly delivered and newly marked lost by this ACK.
     pub fn generate(
         &mut self,
+        sk: &mut Sock,
         rs: &mut RateSample,
         now_us: u64,
         delivered: u32,
         lost: u32,
-        min_rtt_us: u32,
     ) {
-        if self.app_limited != 0 && after(self.delivered, self.app_limited) {
-            self.app_limited = 0;
+        if sk.app_limited != 0 && after(sk.delivered, sk.app_limited) {
+            sk.app_limited = 0;
         }
         if delivered != 0 {
-            self.delivered_mstamp = now_us;
+            sk.delivered_mstamp = now_us;
         }
         rs.acked_sacked = delivered;
         rs.losses = lost as i32;
@@ -108,13 +112,13 @@ impl RateSampler {
             rs.interval_us = -1;
             return;
         }
-        rs.delivered = self.delivered.wrapping_sub(rs.prior_delivered) as i32;
+        rs.delivered = sk.delivered.wrapping_sub(rs.prior_delivered) as i32;
         let snd_us = rs.interval_us.max(0) as u64;
         let ack_us = now_us.saturating_sub(rs.prior_mstamp);
         rs.interval_us = snd_us.max(ack_us) as i64;
         rs.snd_interval_us = snd_us as u32;
         rs.rcv_interval_us = ack_us as u32;
-        if rs.interval_us < min_rtt_us as i64 {
+        if rs.interval_us < sk.min_rtt_us as i64 {
             rs.interval_us = -1;
             return;
         }
@@ -124,15 +128,15 @@ impl RateSampler {
         {
             self.rate_delivered = rs.delivered as u32;
             self.rate_interval_us = rs.interval_us as u64;
-            self.rate_app_limited = rs.is_app_limited;
+            sk.rate_app_limited = rs.is_app_limited;
         }
     }
 
     /// `tcp_rate_check_app_limited()`: called when the application has
     /// nothing more to send while cwnd would allow it.
-    pub fn mark_app_limited(&mut self, in_flight: u32) {
-        let mark = self.delivered.wrapping_add(in_flight);
-        self.app_limited = if mark == 0 { 1 } else { mark };
+    pub fn mark_app_limited(sk: &mut Sock, in_flight: u32) {
+        let mark = sk.delivered.wrapping_add(in_flight);
+        sk.app_limited = if mark == 0 { 1 } else { mark };
     }
 }
 
@@ -145,21 +149,25 @@ mod tests {
         // One segment sent every 100 us, each ACKed 10 ms later: the sample
         // should read 1 segment per 100 us.
         let mut s = RateSampler::default();
+        let mut sk = Sock {
+            min_rtt_us: 10_000,
+            ..Sock::default()
+        };
         let mut stamps = Vec::new();
         let mut inflight = 0;
         let mut last = RateSample::default();
         for i in 0..1000u64 {
             let now = i * 100;
-            stamps.push((now, s.on_send(now, inflight)));
+            stamps.push((now, s.on_send(&mut sk, now, inflight)));
             inflight += 1;
             // ACKs for segments sent 10 ms ago.
             if now >= 10_000 {
                 let k = (i - 100) as usize;
                 let (tx_us, mut st) = stamps[k];
                 let mut rs = RateSample::default();
-                s.delivered += 1;
+                sk.delivered += 1;
                 s.on_delivered(&mut rs, &mut st, tx_us, (k as u32 + 1) * 1448, false, false);
-                s.generate(&mut rs, now, 1, 0, 10_000);
+                s.generate(&mut sk, &mut rs, now, 1, 0);
                 inflight -= 1;
                 last = rs;
             }
@@ -172,17 +180,19 @@ mod tests {
 
     #[test]
     fn app_limited_bubble_marks_samples_until_delivered() {
-        let mut s = RateSampler {
+        let mut s = RateSampler::default();
+        let mut sk = Sock {
             delivered: 50,
-            ..Default::default()
+            min_rtt_us: 0,
+            ..Sock::default()
         };
-        s.mark_app_limited(10);
-        assert_eq!(s.app_limited, 60);
-        let st = s.on_send(0, 0);
+        RateSampler::mark_app_limited(&mut sk, 10);
+        assert_eq!(sk.app_limited, 60);
+        let st = s.on_send(&mut sk, 0, 0);
         assert!(st.is_app_limited);
-        s.delivered = 61;
+        sk.delivered = 61;
         let mut rs = RateSample::default();
-        s.generate(&mut rs, 1, 0, 0, 0);
-        assert_eq!(s.app_limited, 0);
+        s.generate(&mut sk, &mut rs, 1, 0, 0);
+        assert_eq!(sk.app_limited, 0);
     }
 }

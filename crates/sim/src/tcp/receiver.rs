@@ -1,6 +1,8 @@
 //! The TCP receiver: cumulative ACKs with SACK blocks, Linux-like delayed
-//! ACKs, D-SACK for duplicates, and ECN echo: classic (RFC 3168, ECE latched
-//! until CWR) or DCTCP's (ECE follows each packet's mark, RFC 8257 3.2).
+//! ACKs, D-SACK for duplicates, and ECN echo as the flow's algorithm asks
+//! (`CongestionControl::ce_echo`): classic (RFC 3168, ECE latched until
+//! CWR) or per packet (DCTCP's: ECE follows each packet's mark, RFC 8257
+//! 3.2).
 //!
 //! ACK policy (`__tcp_ack_snd_check()`): quick-ACK every segment for the
 //! first 16 ACKs of a connection; afterwards ACK once more than one full
@@ -8,28 +10,15 @@
 //! once on out-of-order data, on a duplicate, and when a hole fills.
 //! SACK compression (Linux's 1 ms dupack coalescing) is not modelled.
 
-use kleinrock_cc::dctcp::ece_ack_update;
+use kleinrock_cc::ops::CeEcho;
 
-use crate::packet::{Ecn, Packet, Wire, MAX_SACK_BLOCKS};
+use crate::packet::{Ecn, Packet, Wire, HEADER_BYTES, MAX_SACK_BLOCKS};
 use crate::time::{Time, MS};
-
-use super::sender::HEADER_BYTES;
 
 /// `TCP_MAX_QUICKACKS`.
 pub const QUICKACKS: u32 = 16;
 /// `TCP_DELACK_MIN`: the delayed-ACK timer.
 pub const DELACK: Time = 40 * MS;
-
-/// How the receiver reports CE marks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum EcnEcho {
-    /// RFC 3168: ECE on every ACK from the first CE until the sender's CWR.
-    #[default]
-    Classic,
-    /// DCTCP (`dctcp_ece_ack_update()`): ECE on an ACK says whether the
-    /// packets it covers were marked; a change of state is ACKed at once.
-    Dctcp,
-}
 
 #[derive(Clone, Debug)]
 pub struct Receiver {
@@ -42,22 +31,21 @@ pub struct Receiver {
     /// In-order segments received since the last ACK.
     unacked: u32,
     delack_at: Option<Time>,
-    echo: EcnEcho,
+    /// How CE is echoed, with the per-packet echo's state.
+    echo: CeEcho,
     /// ECE on the ACKs sent now (`TCP_ECN_DEMAND_CWR`).
     ece: bool,
     /// An ECT or CE segment has arrived (`TCP_ECN_SEEN`).
     ecn_seen: bool,
-    /// DCTCP's CE state and `rcv_nxt` after the last data packet.
-    ce_state: u32,
-    prior_rcv_nxt: u32,
     /// Segments delivered in order to the application.
     pub delivered: u64,
     pub acks_sent: u64,
 }
 
 impl Receiver {
-    /// A receiver; with `delayed_acks` false it ACKs every segment.
-    pub fn new(flow: u32, delayed_acks: bool, echo: EcnEcho) -> Receiver {
+    /// A receiver echoing CE as `echo` says (the flow's algorithm's
+    /// `ce_echo()`); with `delayed_acks` false it ACKs every segment.
+    pub fn new(flow: u32, delayed_acks: bool, echo: CeEcho) -> Receiver {
         Receiver {
             flow,
             rcv_nxt: 0,
@@ -68,8 +56,6 @@ impl Receiver {
             echo,
             ece: false,
             ecn_seen: false,
-            ce_state: 0,
-            prior_rcv_nxt: 0,
             delivered: 0,
             acks_sent: 0,
         }
@@ -137,8 +123,8 @@ impl Receiver {
     fn check_ect(&mut self, p: &Packet, out: &mut impl Wire) -> bool {
         self.ecn_seen = true;
         let ce = p.ecn == Ecn::Ce;
-        match self.echo {
-            EcnEcho::Classic => {
+        match &mut self.echo {
+            CeEcho::Latched => {
                 if ce && !self.ece {
                     // The sender may have a tiny cwnd: do not delay.
                     self.quickack();
@@ -146,14 +132,8 @@ impl Receiver {
                 }
                 false
             }
-            EcnEcho::Dctcp => {
-                let r = ece_ack_update(
-                    &mut self.ce_state,
-                    &mut self.prior_rcv_nxt,
-                    self.rcv_nxt,
-                    ce,
-                    self.delack_at.is_some(),
-                );
+            CeEcho::PerPacket(state) => {
+                let r = state.update(self.rcv_nxt, ce, self.delack_at.is_some());
                 if let Some((cum, ece)) = r.flush {
                     // Not `ack()`: an ACK below rcv_nxt leaves the delayed
                     // ACK state alone (`tcp_event_ack_sent()`).
@@ -250,6 +230,7 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kleinrock_cc::CongestionControl;
 
     fn data(seq: u32) -> Packet {
         Packet::data(0, seq, 1500)
@@ -257,7 +238,7 @@ mod tests {
 
     #[test]
     fn quick_acks_then_every_second_segment() {
-        let mut r = Receiver::new(0, true, EcnEcho::Classic);
+        let mut r = Receiver::new(0, true, CeEcho::Latched);
         let mut out = Vec::new();
         for s in 0..16 {
             r.on_data(0, &data(s), &mut out);
@@ -273,7 +254,7 @@ mod tests {
 
     #[test]
     fn a_lone_segment_waits_for_the_delack_timer() {
-        let mut r = Receiver::new(0, true, EcnEcho::Classic);
+        let mut r = Receiver::new(0, true, CeEcho::Latched);
         r.quick = 0;
         let mut out = Vec::new();
         assert!(
@@ -297,7 +278,7 @@ mod tests {
 
     #[test]
     fn holes_produce_sack_blocks_most_recent_first() {
-        let mut r = Receiver::new(0, true, EcnEcho::Classic);
+        let mut r = Receiver::new(0, true, CeEcho::Latched);
         let mut out = Vec::new();
         r.on_data(0, &data(0), &mut out);
         r.on_data(0, &data(2), &mut out);
@@ -320,7 +301,7 @@ mod tests {
 
     #[test]
     fn ce_is_echoed_until_cwr() {
-        let mut r = Receiver::new(0, true, EcnEcho::Classic);
+        let mut r = Receiver::new(0, true, CeEcho::Latched);
         let mut out = Vec::new();
         let mut p = data(0);
         p.ecn = Ecn::Ce;
@@ -342,7 +323,7 @@ mod tests {
 
     #[test]
     fn classic_echo_acks_the_first_mark_quickly() {
-        let mut r = Receiver::new(0, true, EcnEcho::Classic);
+        let mut r = Receiver::new(0, true, CeEcho::Latched);
         r.quick = 0;
         let mut out = Vec::new();
         r.on_data(0, &marked(0, false), &mut out);
@@ -362,7 +343,8 @@ mod tests {
 
     #[test]
     fn dctcp_echo_reports_each_packets_mark_and_flushes_on_a_flip() {
-        let mut r = Receiver::new(0, true, EcnEcho::Dctcp);
+        let dctcp: kleinrock_cc::Algorithm = "dctcp".parse().unwrap();
+        let mut r = Receiver::new(0, true, dctcp.ce_echo());
         r.quick = 0;
         let mut out = Vec::new();
         let acks = |out: &mut Vec<Packet>| {

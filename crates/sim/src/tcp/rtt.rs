@@ -3,6 +3,9 @@
 //! mean deviation tracked per window, and `rttvar` never below the 200 ms
 //! minimum RTO, so RTO = srtt + max(4 * mdev, 200 ms), doubled per backoff,
 //! at most 120 s.
+//!
+//! The smoothed RTT is the socket's (`Sock::srtt_us`, which algorithms
+//! read); the estimator keeps the deviations, which they do not.
 
 use kleinrock_cc::sock::after;
 
@@ -15,8 +18,6 @@ pub const RTO_INIT_US: u64 = 1_000_000;
 
 #[derive(Clone, Debug, Default)]
 pub struct RttEstimator {
-    /// Smoothed RTT, µs << 3 (the kernel's `srtt_us`).
-    pub srtt_us: u32,
     /// Mean deviation, µs << 2.
     pub mdev_us: u32,
     /// Maximal mdev over the last window.
@@ -28,11 +29,12 @@ pub struct RttEstimator {
 }
 
 impl RttEstimator {
-    /// Feeds one RTT measurement (µs); `snd_una`/`snd_nxt` delimit the
-    /// per-window mdev tracking.
-    pub fn sample(&mut self, mrtt_us: u32, snd_una: u32, snd_nxt: u32) {
+    /// Feeds one RTT measurement (µs) into `srtt_us` (µs << 3, 0 before
+    /// the first); `snd_una`/`snd_nxt` delimit the per-window mdev
+    /// tracking.
+    pub fn sample(&mut self, srtt_us: &mut u32, mrtt_us: u32, snd_una: u32, snd_nxt: u32) {
         let mut m = mrtt_us.max(1) as i64;
-        let mut srtt = self.srtt_us as i64;
+        let mut srtt = *srtt_us as i64;
         if srtt != 0 {
             m -= srtt >> 3;
             srtt += m;
@@ -66,15 +68,15 @@ impl RttEstimator {
             self.mdev_max_us = self.rttvar_us;
             self.rtt_seq = snd_nxt;
         }
-        self.srtt_us = (srtt as u32).max(1);
+        *srtt_us = (srtt as u32).max(1);
     }
 
-    /// The base RTO (no backoff), µs.
-    pub fn rto_us(&self) -> u64 {
-        if self.srtt_us == 0 {
+    /// The base RTO (no backoff) for the smoothed RTT `srtt_us`, µs.
+    pub fn rto_us(&self, srtt_us: u32) -> u64 {
+        if srtt_us == 0 {
             return RTO_INIT_US;
         }
-        (((self.srtt_us >> 3) + self.rttvar_us) as u64).min(RTO_MAX_US)
+        (((srtt_us >> 3) + self.rttvar_us) as u64).min(RTO_MAX_US)
     }
 }
 
@@ -85,26 +87,28 @@ mod tests {
     #[test]
     fn first_sample_gives_three_rtts_but_at_least_srtt_plus_200ms() {
         let mut e = RttEstimator::default();
-        assert_eq!(e.rto_us(), 1_000_000);
-        e.sample(40_000, 0, 100);
-        assert_eq!(e.srtt_us, 40_000 << 3);
+        let mut srtt = 0;
+        assert_eq!(e.rto_us(srtt), 1_000_000);
+        e.sample(&mut srtt, 40_000, 0, 100);
+        assert_eq!(srtt, 40_000 << 3);
         // mdev = 2 * 40 ms = 80 ms < 200 ms: rttvar is 200 ms.
-        assert_eq!(e.rto_us(), 240_000);
-        e.sample(400_000, 0, 100);
+        assert_eq!(e.rto_us(srtt), 240_000);
+        e.sample(&mut srtt, 400_000, 0, 100);
         // srtt = 40 + (400 - 40)/8 = 85 ms; mdev 80 + (360 - 20) = 420 ms.
-        assert_eq!(e.srtt_us >> 3, 85_000);
+        assert_eq!(srtt >> 3, 85_000);
         assert_eq!(e.rttvar_us, 420_000);
-        assert_eq!(e.rto_us(), 505_000);
+        assert_eq!(e.rto_us(srtt), 505_000);
     }
 
     #[test]
     fn steady_rtt_decays_rttvar_to_the_minimum() {
         let mut e = RttEstimator::default();
-        e.sample(10_000, 0, 10);
+        let mut srtt = 0;
+        e.sample(&mut srtt, 10_000, 0, 10);
         for i in 1..200u32 {
-            e.sample(10_000, i * 10, i * 10 + 10);
+            e.sample(&mut srtt, 10_000, i * 10, i * 10 + 10);
         }
-        assert_eq!(e.srtt_us >> 3, 10_000);
-        assert_eq!(e.rto_us(), 210_000);
+        assert_eq!(srtt >> 3, 10_000);
+        assert_eq!(e.rto_us(srtt), 210_000);
     }
 }

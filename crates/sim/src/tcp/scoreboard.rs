@@ -3,7 +3,7 @@
 //! the largest window and is then reused (no allocation per packet).
 
 use super::rate::TxStamp;
-use crate::ring::Ring;
+use kleinrock_link::ring::Ring;
 
 pub const SACKED: u8 = 1 << 0;
 pub const LOST: u8 = 1 << 1;
@@ -70,6 +70,9 @@ pub struct Scoreboard {
     pub sacked_out: u32,
     pub lost_out: u32,
     pub retrans_out: u32,
+    /// Segments ever marked lost, a lost retransmission again
+    /// (`tp->lost`, wrapping).
+    pub lost: u32,
     /// No segment below this needs retransmitting (Linux's
     /// `retransmit_skb_hint`): keeps the search amortised O(1).
     rtx_hint: u32,
@@ -280,10 +283,14 @@ impl Scoreboard {
             self.retrans_out -= 1;
         }
         self.rtx_hint = self.rtx_hint.min(seq);
-        if was_lost {
-            return was_retrans;
+        if was_lost && !was_retrans {
+            return false;
         }
-        self.lost_out += 1;
+        if !was_lost {
+            self.lost_out += 1;
+        }
+        // tcp_notify_skb_loss_event()
+        self.lost = self.lost.wrapping_add(1);
         true
     }
 
