@@ -41,10 +41,12 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_undo_cwnd};
+use crate::minmax::min_not_zero;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{flag_value, int_value, ParamError, ParamInfo, Params};
 use crate::rand::SplitMix64;
 use crate::sock::{after, before, CaState, Field, Sock, TCP_ECN_OK, TCP_ECN_QUEUE_CWR};
+use crate::state::{private_state, PrivateState};
 
 /// `hystart_detect` bit: end slow start on a long ACK train.
 pub const HYSTART_ACK_TRAIN: u32 = 1;
@@ -213,53 +215,74 @@ impl Params for CdgParams {
     }
 }
 
-/// `struct cdg_minmax`: a round's RTT extremes, or a gradient of them (µs).
+/// `struct cdg_minmax`: the smallest and largest RTT of a round, or the
+/// gradients of two rounds' extremes, in µs (signed, as the kernel's
+/// `s32`s).
+///
+/// Not [`crate::minmax::MinMax`]: that is Nichols' windowed filter (three
+/// timestamped samples, the extreme of one quantity over a sliding window,
+/// `lib/win_minmax.c`). This is a plain pair tracked over one round, and
+/// CDG's window over rounds is a moving *sum* of these pairs (`gsum`), not a
+/// windowed extreme. The two share only a name, in the kernel too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MinMax {
+pub struct CdgMinMax {
     pub min: i32,
     pub max: i32,
 }
 
-impl MinMax {
+impl CdgMinMax {
     /// The kernel's `v64 != 0`.
     fn is_set(self) -> bool {
         self.min != 0 || self.max != 0
     }
 }
 
-/// `struct cdg`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CdgState {
-    /// This round's and the previous round's RTT extremes.
-    pub rtt: MinMax,
-    pub rtt_prev: MinMax,
-    /// The last `window` gradients (empty when `window` is 1).
-    pub gradients: Vec<MinMax>,
-    /// Their sums.
-    pub gsum: MinMax,
-    /// Has the window been filled once?
-    pub gfilled: bool,
-    /// Next slot of `gradients`.
-    pub tail: u8,
-    pub state: u8,
-    /// Single-segment ACKs still to treat as delayed.
-    pub delack: u8,
-    /// The round ends when an ACK passes this.
-    pub rtt_seq: u32,
-    pub shadow_wnd: u32,
-    /// Backoffs since one last shrank the RTT.
-    pub backoff_cnt: u16,
-    /// HyStart's RTT samples this round.
-    pub sample_cnt: u16,
-    /// Smallest RTT seen in slow start (µs).
-    pub delay_min: i32,
-    /// HyStart's ACK train: last ACK and start of the train (µs, u32 clock).
-    pub last_ack: u32,
-    pub round_start: u32,
-    /// `cwr=own`: the port's CWR ends when an ACK passes this.
-    pub cwr_high_seq: u32,
-    /// `cwr=own`: the port's CWR is on.
-    pub in_cwr: bool,
+private_state! {
+    /// `struct cdg`.
+    #[derive(Clone, Debug, Default, PartialEq, Eq)]
+    pub struct CdgState {
+        /// This round's and the previous round's RTT extremes.
+        pub rtt: CdgMinMax { rtt_min(.min), rtt_max(.max) },
+        pub rtt_prev: CdgMinMax { rtt_prev_min(.min), rtt_prev_max(.max) },
+        /// The last `window` gradients (empty when `window` is 1); traces
+        /// show their sums.
+        untraced gradients: Vec<CdgMinMax>,
+        /// Their sums.
+        pub gsum: CdgMinMax { gsum_min(.min), gsum_max(.max) },
+        /// Has the window been filled once?
+        pub gfilled: bool,
+        /// Next slot of `gradients`.
+        pub tail: u8,
+        pub state: u8,
+        /// Single-segment ACKs still to treat as delayed.
+        pub delack: u8,
+        /// The round ends when an ACK passes this.
+        pub rtt_seq: u32,
+        pub shadow_wnd: u32,
+        /// Backoffs since one last shrank the RTT.
+        pub backoff_cnt: u16,
+        /// HyStart's RTT samples this round.
+        pub sample_cnt: u16,
+        /// Smallest RTT seen in slow start (µs).
+        pub delay_min: i32,
+        /// HyStart's ACK train: last ACK and start of the train (µs, u32 clock).
+        pub last_ack: u32,
+        pub round_start: u32,
+        /// `cwr=own`: the BPF port's CWR, whose members follow `struct cdg`'s
+        /// in the port's private struct (and in traces, with `cwr=own` only).
+        untraced own: OwnCwr,
+    }
+}
+
+private_state! {
+    /// `cwr=own`: the members `cdg.bpf.c` adds for the CWR it keeps itself.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct OwnCwr {
+        /// The port's CWR ends when an ACK passes this.
+        pub cwr_high_seq: u32,
+        /// The port's CWR is on.
+        pub in_cwr: bool,
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -317,15 +340,6 @@ pub fn nexp_u32(ux: u32) -> u32 {
         msb >>= 1;
     }
     res
-}
-
-/// The kernel's `min_not_zero()`.
-fn min_not_zero(a: i32, b: i32) -> i32 {
-    match (a, b) {
-        (0, b) => b,
-        (a, 0) => a,
-        (a, b) => a.min(b),
-    }
 }
 
 /// `DIV_ROUND_CLOSEST(x, 64)` for a signed `x`.
@@ -405,7 +419,7 @@ impl Cdg {
             let old = st.gradients[st.tail as usize];
             st.gsum.min = st.gsum.min.wrapping_add(gmin.wrapping_sub(old.min));
             st.gsum.max = st.gsum.max.wrapping_add(gmax.wrapping_sub(old.max));
-            st.gradients[st.tail as usize] = MinMax {
+            st.gradients[st.tail as usize] = CdgMinMax {
                 min: gmin,
                 max: gmax,
             };
@@ -477,10 +491,10 @@ impl Cdg {
     /// would reach a round trip later; `cong_avoid` holds until an ACK
     /// passes `snd_nxt` of now. The core's state stays as it was.
     fn enter_own_cwr(&mut self, sk: &mut Sock) {
-        if sk.icsk_ca_state >= CaState::Cwr || self.st.in_cwr {
+        if sk.icsk_ca_state >= CaState::Cwr || self.st.own.in_cwr {
             return;
         }
-        self.st.cwr_high_seq = sk.snd_nxt;
+        self.st.own.cwr_high_seq = sk.snd_nxt;
         sk.snd_cwnd_cnt = 0;
         sk.snd_ssthresh = self.ssthresh(sk);
         if sk.ecn_flags & TCP_ECN_OK != 0 {
@@ -488,7 +502,7 @@ impl Cdg {
         }
         sk.snd_cwnd = sk.snd_cwnd.min(sk.snd_ssthresh);
         sk.snd_cwnd_stamp = sk.jiffies;
-        self.st.in_cwr = true;
+        self.st.own.in_cwr = true;
     }
 
     /// `cdg_end_cwr()` of cdg.bpf.c: `tcp_end_cwnd_reduction()` for the
@@ -515,7 +529,7 @@ impl Cdg {
         };
         self.st.rtt_seq = sk.snd_nxt;
         self.st.rtt_prev = self.st.rtt;
-        self.st.rtt = MinMax::default();
+        self.st.rtt = CdgMinMax::default();
         self.st.last_ack = 0;
         self.st.sample_cnt = 0;
         grad > 0 && self.backoff(sk, grad as u32)
@@ -530,7 +544,7 @@ impl CongestionControl for Cdg {
     fn init(&mut self, sk: &mut Sock) {
         let w = self.params.window as usize;
         self.st.gradients = if w > 1 {
-            vec![MinMax::default(); w]
+            vec![CdgMinMax::default(); w]
         } else {
             Vec::new()
         };
@@ -545,13 +559,13 @@ impl CongestionControl for Cdg {
     fn ssthresh(&mut self, sk: &mut Sock) -> u32 {
         let cwnd = sk.snd_cwnd;
         let st = &mut self.st;
-        if st.in_cwr {
+        if st.own.in_cwr {
             // cwr=own: the core starts a reduction of its own (a loss)
             // inside the port's CWR. The kernel, in CWR already, would not
             // have asked: keep the backoff's threshold and let the core's
             // reduction take over (it completes with COMPLETE_CWR as CWR
             // does).
-            st.in_cwr = false;
+            st.own.in_cwr = false;
             return sk.snd_ssthresh;
         }
         if st.state == CDG_BACKOFF {
@@ -570,8 +584,8 @@ impl CongestionControl for Cdg {
     fn cong_avoid(&mut self, sk: &mut Sock, ack: u32, acked: u32) {
         // cwr=own: in CWR the kernel calls no cong_avoid; it leaves CWR when
         // an ACK passes high_seq, before that ACK's cong_avoid.
-        if self.st.in_cwr {
-            if !after(ack, self.st.cwr_high_seq) {
+        if self.st.own.in_cwr {
+            if !after(ack, self.st.own.cwr_high_seq) {
                 self.forget_forced_draw();
                 return;
             }
@@ -624,14 +638,13 @@ impl CongestionControl for Cdg {
         match ev {
             CaEvent::CwndRestart => {
                 let mut gradients = core::mem::take(&mut self.st.gradients);
-                gradients.fill(MinMax::default());
+                gradients.fill(CdgMinMax::default());
                 // Everything but the port's CWR, which idling does not end.
                 self.st = CdgState {
                     gradients,
                     rtt_seq: sk.snd_nxt,
                     shadow_wnd: sk.snd_cwnd,
-                    cwr_high_seq: self.st.cwr_high_seq,
-                    in_cwr: self.st.in_cwr,
+                    own: self.st.own,
                     ..CdgState::default()
                 };
             }
@@ -639,8 +652,8 @@ impl CongestionControl for Cdg {
                 self.st.state = CDG_UNKNOWN;
                 self.st.rtt_seq = sk.snd_nxt;
                 self.st.rtt_prev = self.st.rtt;
-                self.st.rtt = MinMax::default();
-                self.st.in_cwr = false;
+                self.st.rtt = CdgMinMax::default();
+                self.st.own.in_cwr = false;
             }
             _ => {}
         }
@@ -667,60 +680,14 @@ impl CongestionControl for Cdg {
     }
 
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        let s = &self.st;
-        for (name, v) in [
-            ("rtt_min", s.rtt.min as i64),
-            ("rtt_max", s.rtt.max as i64),
-            ("rtt_prev_min", s.rtt_prev.min as i64),
-            ("rtt_prev_max", s.rtt_prev.max as i64),
-            ("gsum_min", s.gsum.min as i64),
-            ("gsum_max", s.gsum.max as i64),
-            ("gfilled", s.gfilled as i64),
-            ("tail", s.tail as i64),
-            ("state", s.state as i64),
-            ("delack", s.delack as i64),
-            ("rtt_seq", s.rtt_seq as i64),
-            ("shadow_wnd", s.shadow_wnd as i64),
-            ("backoff_cnt", s.backoff_cnt as i64),
-            ("sample_cnt", s.sample_cnt as i64),
-            ("delay_min", s.delay_min as i64),
-            ("last_ack", s.last_ack as i64),
-            ("round_start", s.round_start as i64),
-        ] {
-            visit(name, v);
-        }
-        // The port's members after struct cdg's, as it lays them out.
+        self.st.visit(visit);
         if self.params.cwr == CdgCwr::Own {
-            visit("cwr_high_seq", s.cwr_high_seq as i64);
-            visit("in_cwr", s.in_cwr as i64);
+            self.st.own.visit(visit);
         }
     }
 
-    fn set_ca(&mut self, name: &str, v: i64) -> bool {
-        let s = &mut self.st;
-        match name {
-            "rtt_min" => s.rtt.min = v as i32,
-            "rtt_max" => s.rtt.max = v as i32,
-            "rtt_prev_min" => s.rtt_prev.min = v as i32,
-            "rtt_prev_max" => s.rtt_prev.max = v as i32,
-            "gsum_min" => s.gsum.min = v as i32,
-            "gsum_max" => s.gsum.max = v as i32,
-            "gfilled" => s.gfilled = v != 0,
-            "tail" => s.tail = v as u8,
-            "state" => s.state = v as u8,
-            "delack" => s.delack = v as u8,
-            "rtt_seq" => s.rtt_seq = v as u32,
-            "shadow_wnd" => s.shadow_wnd = v as u32,
-            "backoff_cnt" => s.backoff_cnt = v as u16,
-            "sample_cnt" => s.sample_cnt = v as u16,
-            "delay_min" => s.delay_min = v as i32,
-            "last_ack" => s.last_ack = v as u32,
-            "round_start" => s.round_start = v as u32,
-            "cwr_high_seq" if self.params.cwr == CdgCwr::Own => s.cwr_high_seq = v as u32,
-            "in_cwr" if self.params.cwr == CdgCwr::Own => s.in_cwr = v != 0,
-            _ => return false,
-        }
-        true
+    fn set_ca(&mut self, name: &str, cell: i64) -> bool {
+        self.st.set(name, cell) || (self.params.cwr == CdgCwr::Own && self.st.own.set(name, cell))
     }
 
     fn reads(&self) -> &'static [Field] {
@@ -778,11 +745,11 @@ mod tests {
     }
 
     fn set_round(c: &mut Cdg, prev: (i32, i32), cur: (i32, i32)) {
-        c.st.rtt_prev = MinMax {
+        c.st.rtt_prev = CdgMinMax {
             min: prev.0,
             max: prev.1,
         };
-        c.st.rtt = MinMax {
+        c.st.rtt = CdgMinMax {
             min: cur.0,
             max: cur.1,
         };
@@ -800,7 +767,7 @@ mod tests {
         assert_eq!(
             (c.st.gsum, c.st.tail),
             (
-                MinMax {
+                CdgMinMax {
                     min: 1000,
                     max: 2000
                 },
@@ -825,7 +792,7 @@ mod tests {
         assert_eq!(c.grad(), 500);
         assert_eq!(
             c.st.gsum,
-            MinMax {
+            CdgMinMax {
                 min: -1400,
                 max: 500
             }
@@ -958,7 +925,7 @@ mod tests {
         ack(&mut c, &mut sk, 30_000, 1);
         assert_eq!(
             c.st.rtt,
-            MinMax {
+            CdgMinMax {
                 min: 10_000,
                 max: 10_000
             }
@@ -967,7 +934,7 @@ mod tests {
         ack(&mut c, &mut sk, 30_000, 1);
         assert_eq!(
             c.st.rtt,
-            MinMax {
+            CdgMinMax {
                 min: 10_000,
                 max: 30_000
             }
@@ -978,7 +945,7 @@ mod tests {
         ack(&mut c, &mut sk, 40_000, 1);
         assert_eq!(
             c.st.rtt,
-            MinMax {
+            CdgMinMax {
                 min: 9_000,
                 max: 40_000
             }
@@ -1061,13 +1028,13 @@ mod tests {
         let (mut c, mut sk) = cdg(CdgParams::default());
         round(&mut c, &mut sk, 10_000);
         round(&mut c, &mut sk, 10_000);
-        c.st.gradients[0] = MinMax { min: 5, max: 6 };
+        c.st.gradients[0] = CdgMinMax { min: 5, max: 6 };
         sk.snd_nxt = 777;
         sk.snd_cwnd = 33;
         c.cwnd_event(&mut sk, CaEvent::CwndRestart);
-        assert_eq!(c.st.gradients, vec![MinMax::default(); 8]);
+        assert_eq!(c.st.gradients, vec![CdgMinMax::default(); 8]);
         assert_eq!((c.st.rtt_seq, c.st.shadow_wnd), (777, 33));
-        assert_eq!(c.st.rtt_prev, MinMax::default());
+        assert_eq!(c.st.rtt_prev, CdgMinMax::default());
     }
 
     fn own() -> CdgParams {
@@ -1094,8 +1061,8 @@ mod tests {
         let (mut c, mut sk) = back_off(own());
         // The backoff's round ended at ACK 144,802 with snd_nxt 289,602.
         assert_eq!(c.st.state, CDG_BACKOFF);
-        assert!(c.st.in_cwr);
-        assert_eq!(c.st.cwr_high_seq, 289_602);
+        assert!(c.st.own.in_cwr);
+        assert_eq!(c.st.own.cwr_high_seq, 289_602);
         assert_eq!(
             (sk.snd_cwnd, sk.snd_ssthresh, sk.snd_cwnd_cnt),
             (70, 70, 0),
@@ -1113,11 +1080,11 @@ mod tests {
         for a in [200_000, 289_602] {
             c.cong_avoid(&mut sk, a, 100);
             assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (70, 0), "ack {a}");
-            assert!(c.st.in_cwr);
+            assert!(c.st.own.in_cwr);
         }
         assert_eq!(
             c.st.rtt,
-            MinMax {
+            CdgMinMax {
                 min: 11_000,
                 max: 11_000
             }
@@ -1132,19 +1099,19 @@ mod tests {
         sk.snd_nxt = 500_000;
         sk.set_clock(2_100_000);
         c.cong_avoid(&mut sk, 289_603, 1);
-        assert!(!c.st.in_cwr);
+        assert!(!c.st.own.in_cwr);
         assert_eq!(c.st.state, CDG_UNKNOWN);
         assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (70, 1));
         assert_eq!(sk.snd_cwnd_stamp, sk.jiffies);
         assert_eq!(c.st.rtt_seq, 500_000);
         assert_eq!(
             c.st.rtt_prev,
-            MinMax {
+            CdgMinMax {
                 min: 11_000,
                 max: 11_000
             }
         );
-        assert_eq!(c.st.rtt, MinMax::default());
+        assert_eq!(c.st.rtt, CdgMinMax::default());
         // Growth is Reno's again: 69 more segments make 71.
         c.cong_avoid(&mut sk, 289_604, 69);
         assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (71, 0));
@@ -1161,7 +1128,7 @@ mod tests {
             (CaState::Cwr, CaState::Open)
         );
         assert_eq!((ksk.prior_cwnd, ksk.high_seq), (100, 289_602));
-        assert!(!kc.st.in_cwr && oc.st.in_cwr);
+        assert!(!kc.st.own.in_cwr && oc.st.own.in_cwr);
         // The kernel's variant names no members it does not have.
         let names = |c: &Cdg| {
             let mut v = Vec::new();
@@ -1184,7 +1151,7 @@ mod tests {
         let (mut c, mut sk) = back_off(own());
         // The core enters Recovery: its tcp_init_cwnd_reduction() asks.
         assert_eq!(c.ssthresh(&mut sk), 70, "not 70 * 724 >> 10 = 49");
-        assert!(!c.st.in_cwr);
+        assert!(!c.st.own.in_cwr);
         assert_eq!(c.st.shadow_wnd, 100, "a loss did not halve the shadow");
         // The core's reduction owns the window now: cong_avoid grows again
         // once the core calls it.
@@ -1209,12 +1176,12 @@ mod tests {
             c.st.state = CDG_BACKOFF;
             c.enter_own_cwr(&mut sk);
             assert_eq!((sk.snd_cwnd, sk.snd_ssthresh), (100, 80), "{state:?}");
-            assert!(!c.st.in_cwr);
+            assert!(!c.st.own.in_cwr);
         }
         let (mut c, mut sk) = back_off(own());
         sk.snd_nxt = 1;
         c.enter_own_cwr(&mut sk);
-        assert_eq!((sk.snd_cwnd, c.st.cwr_high_seq), (70, 289_602));
+        assert_eq!((sk.snd_cwnd, c.st.own.cwr_high_seq), (70, 289_602));
     }
 
     #[test]
@@ -1222,7 +1189,7 @@ mod tests {
         let (mut c, mut sk) = back_off(own());
         sk.snd_nxt = 999;
         c.cwnd_event(&mut sk, CaEvent::CwndRestart);
-        assert_eq!((c.st.in_cwr, c.st.cwr_high_seq), (true, 289_602));
+        assert_eq!((c.st.own.in_cwr, c.st.own.cwr_high_seq), (true, 289_602));
         assert_eq!(
             (c.st.state, c.st.rtt_seq, c.st.backoff_cnt),
             (CDG_UNKNOWN, 999, 0)

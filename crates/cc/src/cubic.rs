@@ -51,6 +51,7 @@ use crate::hystart_pp::HystartPP;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{flag_value, int_value, ParamError, ParamInfo, Params};
 use crate::sock::{after, usecs_to_jiffies, CaState, Field, Sock};
+use crate::state::{private_state, PrivateState};
 use alloc::string::{String, ToString};
 
 /// `BICTCP_BETA_SCALE`: beta is a fraction of 1024.
@@ -320,30 +321,32 @@ impl Scales {
     }
 }
 
-/// The kernel's `struct bictcp`, less the HyStart members (in [`Hystart`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[allow(non_snake_case)]
-pub struct Bictcp {
-    /// ACKed segments per one segment of cwnd growth.
-    pub cnt: u32,
-    /// W_max: cwnd at the last loss (lowered by fast convergence).
-    pub last_max_cwnd: u32,
-    /// cwnd when `cnt` was last computed.
-    pub last_cwnd: u32,
-    /// jiffies when `cnt` was last computed.
-    pub last_time: u32,
-    /// The window the cubic function plateaus at (W_max, or cwnd if above).
-    pub bic_origin_point: u32,
-    /// K: time from epoch start to the plateau, 2^-10 s.
-    pub bic_K: u32,
-    /// Minimum RTT seen, microseconds.
-    pub delay_min: u32,
-    /// jiffies at the first ACK of the epoch (0: no epoch).
-    pub epoch_start: u32,
-    /// ACKed segments not yet credited to `tcp_cwnd`.
-    pub ack_cnt: u32,
-    /// The estimated Reno window, segments.
-    pub tcp_cwnd: u32,
+private_state! {
+    /// The kernel's `struct bictcp`, less the HyStart members (in [`Hystart`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[allow(non_snake_case)]
+    pub struct Bictcp {
+        /// ACKed segments per one segment of cwnd growth.
+        pub cnt: u32,
+        /// W_max: cwnd at the last loss (lowered by fast convergence).
+        pub last_max_cwnd: u32,
+        /// cwnd when `cnt` was last computed.
+        pub last_cwnd: u32,
+        /// jiffies when `cnt` was last computed.
+        pub last_time: u32,
+        /// The window the cubic function plateaus at (W_max, or cwnd if above).
+        pub bic_origin_point: u32,
+        /// K: time from epoch start to the plateau, 2^-10 s.
+        pub bic_K: u32,
+        /// Minimum RTT seen, microseconds.
+        pub delay_min: u32,
+        /// jiffies at the first ACK of the epoch (0: no epoch).
+        pub epoch_start: u32,
+        /// ACKed segments not yet credited to `tcp_cwnd`.
+        pub ack_cnt: u32,
+        /// The estimated Reno window, segments.
+        pub tcp_cwnd: u32,
+    }
 }
 
 /// The CUBIC algorithm.
@@ -695,56 +698,18 @@ impl CongestionControl for Cubic {
         tcp_reno_undo_cwnd(sk)
     }
 
+    /// `struct bictcp`'s members, HyStart's among them, then HyStart++'s
+    /// when it runs.
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        let (ca, h) = (&self.ca, &self.hystart);
-        for (name, v) in [
-            ("cnt", ca.cnt),
-            ("last_max_cwnd", ca.last_max_cwnd),
-            ("last_cwnd", ca.last_cwnd),
-            ("last_time", ca.last_time),
-            ("bic_origin_point", ca.bic_origin_point),
-            ("bic_K", ca.bic_K),
-            ("delay_min", ca.delay_min),
-            ("epoch_start", ca.epoch_start),
-            ("ack_cnt", ca.ack_cnt),
-            ("tcp_cwnd", ca.tcp_cwnd),
-            ("sample_cnt", h.sample_cnt as u32),
-            ("found", h.found as u32),
-            ("round_start", h.round_start),
-            ("end_seq", h.end_seq),
-            ("last_ack", h.last_ack),
-            ("curr_rtt", h.curr_rtt),
-        ] {
-            visit(name, v as i64);
-        }
+        self.ca.visit(visit);
+        self.hystart.visit(visit);
         if self.params.hystart == SlowStartExit::HystartPP {
             self.hspp.visit(visit);
         }
     }
 
-    fn set_ca(&mut self, name: &str, value: i64) -> bool {
-        let v = value as u32;
-        let (ca, h) = (&mut self.ca, &mut self.hystart);
-        match name {
-            "cnt" => ca.cnt = v,
-            "last_max_cwnd" => ca.last_max_cwnd = v,
-            "last_cwnd" => ca.last_cwnd = v,
-            "last_time" => ca.last_time = v,
-            "bic_origin_point" => ca.bic_origin_point = v,
-            "bic_K" => ca.bic_K = v,
-            "delay_min" => ca.delay_min = v,
-            "epoch_start" => ca.epoch_start = v,
-            "ack_cnt" => ca.ack_cnt = v,
-            "tcp_cwnd" => ca.tcp_cwnd = v,
-            "sample_cnt" => h.sample_cnt = v as u8,
-            "found" => h.found = v as u8,
-            "round_start" => h.round_start = v,
-            "end_seq" => h.end_seq = v,
-            "last_ack" => h.last_ack = v,
-            "curr_rtt" => h.curr_rtt = v,
-            _ => return self.hspp.set(name, value),
-        }
-        true
+    fn set_ca(&mut self, name: &str, cell: i64) -> bool {
+        self.ca.set(name, cell) || self.hystart.set(name, cell) || self.hspp.set(name, cell)
     }
 
     fn reads(&self) -> &'static [Field] {

@@ -27,9 +27,11 @@
 use alloc::string::{String, ToString};
 
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
+use crate::minmax::min_not_zero;
 use crate::ops::{CaEvent, CaVisitor, CongestionControl};
 use crate::params::{int_value, ParamError, ParamInfo, Params};
 use crate::sock::{before, CaState, Field, Sock, TCP_ECN_DEMAND_CWR, TCP_ECN_OK};
+use crate::state::{private_state, PrivateState};
 
 /// `DCTCP_MAX_ALPHA`: alpha is a fraction in units of 1/1024.
 pub const DCTCP_MAX_ALPHA: u32 = 1024;
@@ -91,22 +93,24 @@ impl Params for DctcpParams {
     }
 }
 
-/// `struct dctcp`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DctcpState {
-    /// `delivered` and `delivered_ce` when the current window began.
-    pub old_delivered: u32,
-    pub old_delivered_ce: u32,
-    /// Receiver: `rcv_nxt` after the last data packet.
-    pub prior_rcv_nxt: u32,
-    /// Estimated fraction of marked packets, 1/1024.
-    pub dctcp_alpha: u32,
-    /// The window ends when `snd_una` reaches this.
-    pub next_seq: u32,
-    /// Receiver: was the last data packet CE-marked (0 or 1)?
-    pub ce_state: u32,
-    /// cwnd before the last reduction, for undo.
-    pub loss_cwnd: u32,
+private_state! {
+    /// `struct dctcp`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DctcpState {
+        /// `delivered` and `delivered_ce` when the current window began.
+        pub old_delivered: u32,
+        pub old_delivered_ce: u32,
+        /// Receiver: `rcv_nxt` after the last data packet.
+        pub prior_rcv_nxt: u32,
+        /// Estimated fraction of marked packets, 1/1024.
+        pub dctcp_alpha: u32,
+        /// The window ends when `snd_una` reaches this.
+        pub next_seq: u32,
+        /// Receiver: was the last data packet CE-marked (0 or 1)?
+        pub ce_state: u32,
+        /// cwnd before the last reduction, for undo.
+        pub loss_cwnd: u32,
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -227,15 +231,6 @@ impl Dctcp {
     }
 }
 
-/// The kernel's `min_not_zero()`.
-fn min_not_zero(a: u32, b: u32) -> u32 {
-    match (a, b) {
-        (0, b) => b,
-        (a, 0) => a,
-        (a, b) => a.min(b),
-    }
-}
-
 /// `dctcp_ece_ack_cwr()`: ECE on outgoing ACKs follows the CE state.
 fn set_demand_cwr(sk: &mut Sock, on: bool) {
     if on {
@@ -334,34 +329,11 @@ impl CongestionControl for Dctcp {
     }
 
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        let s = &self.st;
-        for (name, v) in [
-            ("old_delivered", s.old_delivered),
-            ("old_delivered_ce", s.old_delivered_ce),
-            ("prior_rcv_nxt", s.prior_rcv_nxt),
-            ("dctcp_alpha", s.dctcp_alpha),
-            ("next_seq", s.next_seq),
-            ("ce_state", s.ce_state),
-            ("loss_cwnd", s.loss_cwnd),
-        ] {
-            visit(name, v as i64);
-        }
+        self.st.visit(visit)
     }
 
-    fn set_ca(&mut self, name: &str, value: i64) -> bool {
-        let s = &mut self.st;
-        let v = value as u32;
-        match name {
-            "old_delivered" => s.old_delivered = v,
-            "old_delivered_ce" => s.old_delivered_ce = v,
-            "prior_rcv_nxt" => s.prior_rcv_nxt = v,
-            "dctcp_alpha" => s.dctcp_alpha = v,
-            "next_seq" => s.next_seq = v,
-            "ce_state" => s.ce_state = v,
-            "loss_cwnd" => s.loss_cwnd = v,
-            _ => return false,
-        }
-        true
+    fn set_ca(&mut self, name: &str, cell: i64) -> bool {
+        self.st.set(name, cell)
     }
 
     fn reads(&self) -> &'static [Field] {

@@ -21,6 +21,7 @@ use crate::aimd::{tcp_reno_undo_cwnd, tcp_slow_start};
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
 use crate::params::{flag_value, ParamError, ParamInfo, Params};
 use crate::sock::{msecs_to_jiffies, usecs_to_jiffies, CaState, Field, Sock};
+use crate::state::{private_state, PrivateState};
 
 /// alpha of 1.0, in 1/128.
 pub const ALPHA_BASE: u32 = 1 << 7;
@@ -80,32 +81,34 @@ impl Params for HtcpParams {
     }
 }
 
-/// `struct htcp`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[allow(non_snake_case)]
-pub struct HtcpState {
-    /// Additive increase per RTT, 1/128.
-    pub alpha: u32,
-    /// Multiplicative decrease, 1/128.
-    pub beta: u8,
-    /// Adaptive beta only after a first congestion event.
-    pub modeswitch: u8,
-    pub pkts_acked: u16,
-    pub packetcount: u32,
-    /// RTTs, jiffies.
-    pub minRTT: u32,
-    pub maxRTT: u32,
-    /// jiffies at the end of the last congestion event.
-    pub last_cong: u32,
-    pub undo_last_cong: u32,
-    pub undo_maxRTT: u32,
-    pub undo_old_maxB: u32,
-    /// Achieved throughput, packets per second.
-    pub minB: u32,
-    pub maxB: u32,
-    pub old_maxB: u32,
-    pub Bi: u32,
-    pub lasttime: u32,
+private_state! {
+    /// `struct htcp`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[allow(non_snake_case)]
+    pub struct HtcpState {
+        /// Additive increase per RTT, 1/128.
+        pub alpha: u32,
+        /// Multiplicative decrease, 1/128.
+        pub beta: u8,
+        /// Adaptive beta only after a first congestion event.
+        pub modeswitch: u8,
+        pub pkts_acked: u16,
+        pub packetcount: u32,
+        /// RTTs, jiffies.
+        pub minRTT: u32,
+        pub maxRTT: u32,
+        /// jiffies at the end of the last congestion event.
+        pub last_cong: u32,
+        pub undo_last_cong: u32,
+        pub undo_maxRTT: u32,
+        pub undo_old_maxB: u32,
+        /// Achieved throughput, packets per second.
+        pub minB: u32,
+        pub maxB: u32,
+        pub old_maxB: u32,
+        pub Bi: u32,
+        pub lasttime: u32,
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -362,52 +365,11 @@ impl CongestionControl for Htcp {
     }
 
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        let s = &self.st;
-        for (name, v) in [
-            ("alpha", s.alpha),
-            ("beta", s.beta as u32),
-            ("modeswitch", s.modeswitch as u32),
-            ("pkts_acked", s.pkts_acked as u32),
-            ("packetcount", s.packetcount),
-            ("minRTT", s.minRTT),
-            ("maxRTT", s.maxRTT),
-            ("last_cong", s.last_cong),
-            ("undo_last_cong", s.undo_last_cong),
-            ("undo_maxRTT", s.undo_maxRTT),
-            ("undo_old_maxB", s.undo_old_maxB),
-            ("minB", s.minB),
-            ("maxB", s.maxB),
-            ("old_maxB", s.old_maxB),
-            ("Bi", s.Bi),
-            ("lasttime", s.lasttime),
-        ] {
-            visit(name, v as i64);
-        }
+        self.st.visit(visit)
     }
 
-    fn set_ca(&mut self, name: &str, value: i64) -> bool {
-        let s = &mut self.st;
-        let v = value as u32;
-        match name {
-            "alpha" => s.alpha = v,
-            "beta" => s.beta = v as u8,
-            "modeswitch" => s.modeswitch = v as u8,
-            "pkts_acked" => s.pkts_acked = v as u16,
-            "packetcount" => s.packetcount = v,
-            "minRTT" => s.minRTT = v,
-            "maxRTT" => s.maxRTT = v,
-            "last_cong" => s.last_cong = v,
-            "undo_last_cong" => s.undo_last_cong = v,
-            "undo_maxRTT" => s.undo_maxRTT = v,
-            "undo_old_maxB" => s.undo_old_maxB = v,
-            "minB" => s.minB = v,
-            "maxB" => s.maxB = v,
-            "old_maxB" => s.old_maxB = v,
-            "Bi" => s.Bi = v,
-            "lasttime" => s.lasttime = v,
-            _ => return false,
-        }
-        true
+    fn set_ca(&mut self, name: &str, cell: i64) -> bool {
+        self.st.set(name, cell)
     }
 
     fn reads(&self) -> &'static [Field] {

@@ -20,6 +20,7 @@
 //! bictcp`), under the member names used here, so traces name them alike.
 
 use crate::sock::{after, Sock, USEC_PER_MSEC, USEC_PER_SEC};
+use crate::state::private_state;
 
 /// `HYSTART_ACK_TRAIN`: detection by ACK train length.
 pub const HYSTART_ACK_TRAIN: u8 = 0x1;
@@ -61,21 +62,23 @@ impl Default for HystartConfig {
     }
 }
 
-/// Per-connection HyStart state; the members of `struct bictcp` it owns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Hystart {
-    /// RTT samples taken this round.
-    pub sample_cnt: u8,
-    /// Has slow start's exit point been found (0 or 1)?
-    pub found: u8,
-    /// Start of the round, microseconds (truncated `tcp_mstamp`).
-    pub round_start: u32,
-    /// `snd_nxt` at the start of the round: the round ends when it is ACKed.
-    pub end_seq: u32,
-    /// Time of the last ACK of the current train, microseconds.
-    pub last_ack: u32,
-    /// Minimum RTT of the round so far, microseconds.
-    pub curr_rtt: u32,
+private_state! {
+    /// Per-connection HyStart state; the members of `struct bictcp` it owns.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Hystart {
+        /// RTT samples taken this round.
+        pub sample_cnt: u8,
+        /// Has slow start's exit point been found (0 or 1)?
+        pub found: u8,
+        /// Start of the round, microseconds (truncated `tcp_mstamp`).
+        pub round_start: u32,
+        /// `snd_nxt` at the start of the round: the round ends when it is ACKed.
+        pub end_seq: u32,
+        /// Time of the last ACK of the current train, microseconds.
+        pub last_ack: u32,
+        /// Minimum RTT of the round so far, microseconds.
+        pub curr_rtt: u32,
+    }
 }
 
 /// `bictcp_clock_us()`: the microsecond clock, truncated to 32 bits.

@@ -19,8 +19,8 @@
 //! No Linux kernel ships HyStart++; this is Kleinrock's own integer
 //! rendering of the RFC's pseudocode, with windows in segments.
 
-use crate::ops::CaVisitor;
 use crate::sock::{after, Sock};
+use crate::state::{private_state, Member};
 
 /// `MIN_RTT_THRESH`: smallest RTT rise that counts, microseconds.
 pub const MIN_RTT_THRESH_US: u32 = 4000;
@@ -53,26 +53,42 @@ pub enum Phase {
     Done = 2,
 }
 
-/// Per-connection HyStart++ state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HystartPP {
-    pub phase: Phase,
-    /// `snd_nxt` when the round started: the round ends once it is ACKed.
-    pub window_end: u32,
-    /// Has the first round started?
-    pub started: bool,
-    /// `lastRoundMinRTT`, microseconds (`u32::MAX`: infinity).
-    pub last_round_min_rtt: u32,
-    /// `currentRoundMinRTT`, microseconds.
-    pub current_round_min_rtt: u32,
-    /// `rttSampleCount` of the current round.
-    pub rtt_sample_count: u32,
-    /// `cssBaselineMinRtt`, microseconds.
-    pub css_baseline_min_rtt: u32,
-    /// Rounds completed in CSS.
-    pub css_rounds: u32,
-    /// ACKed segments not yet turned into CSS growth (`< CSS_GROWTH_DIVISOR`).
-    pub css_credit: u32,
+impl Member for Phase {
+    fn to_cell(self) -> i64 {
+        self as i64
+    }
+    fn from_cell(cell: i64) -> Phase {
+        match cell as u32 {
+            0 => Phase::SlowStart,
+            1 => Phase::Css,
+            _ => Phase::Done,
+        }
+    }
+}
+
+private_state! {
+    prefix "hspp_";
+    /// Per-connection HyStart++ state; traces name its members `hspp_<member>`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct HystartPP {
+        pub phase: Phase,
+        /// `snd_nxt` when the round started: the round ends once it is ACKed.
+        pub window_end: u32,
+        /// Has the first round started?
+        pub started: bool,
+        /// `lastRoundMinRTT`, microseconds (`u32::MAX`: infinity).
+        pub last_round_min_rtt: u32,
+        /// `currentRoundMinRTT`, microseconds.
+        pub current_round_min_rtt: u32,
+        /// `rttSampleCount` of the current round.
+        pub rtt_sample_count: u32,
+        /// `cssBaselineMinRtt`, microseconds.
+        pub css_baseline_min_rtt: u32,
+        /// Rounds completed in CSS.
+        pub css_rounds: u32,
+        /// ACKed segments not yet turned into CSS growth (`< CSS_GROWTH_DIVISOR`).
+        pub css_credit: u32,
+    }
 }
 
 impl Default for HystartPP {
@@ -197,47 +213,6 @@ impl HystartPP {
     /// A loss ends the initial slow start for good (RFC 9406 section 4.3).
     pub fn on_loss(&mut self) {
         self.phase = Phase::Done;
-    }
-
-    /// Walks the state for traces, as `hspp_<member>`.
-    pub fn visit(&self, visit: CaVisitor<'_>) {
-        for (name, v) in [
-            ("hspp_phase", self.phase as u32),
-            ("hspp_window_end", self.window_end),
-            ("hspp_started", self.started as u32),
-            ("hspp_last_round_min_rtt", self.last_round_min_rtt),
-            ("hspp_current_round_min_rtt", self.current_round_min_rtt),
-            ("hspp_rtt_sample_count", self.rtt_sample_count),
-            ("hspp_css_baseline_min_rtt", self.css_baseline_min_rtt),
-            ("hspp_css_rounds", self.css_rounds),
-            ("hspp_css_credit", self.css_credit),
-        ] {
-            visit(name, v as i64);
-        }
-    }
-
-    /// Sets one `hspp_<member>` by name; false if there is none.
-    pub fn set(&mut self, name: &str, value: i64) -> bool {
-        let v = value as u32;
-        match name {
-            "hspp_phase" => {
-                self.phase = match v {
-                    0 => Phase::SlowStart,
-                    1 => Phase::Css,
-                    _ => Phase::Done,
-                }
-            }
-            "hspp_window_end" => self.window_end = v,
-            "hspp_started" => self.started = v != 0,
-            "hspp_last_round_min_rtt" => self.last_round_min_rtt = v,
-            "hspp_current_round_min_rtt" => self.current_round_min_rtt = v,
-            "hspp_rtt_sample_count" => self.rtt_sample_count = v,
-            "hspp_css_baseline_min_rtt" => self.css_baseline_min_rtt = v,
-            "hspp_css_rounds" => self.css_rounds = v,
-            "hspp_css_credit" => self.css_credit = v,
-            _ => return false,
-        }
-        true
     }
 }
 

@@ -14,6 +14,8 @@
 //! - [`reno`], [`cubic`], [`bbr`], [`cdg`], [`vegas`], [`htcp`], [`dctcp`]: the
 //!   algorithms; [`minmax`]: the
 //!   windowed min/max filter BBR keeps its estimates in.
+//! - [`state`]: each algorithm's private state, declared once for its
+//!   struct, its trace columns and replay.
 //! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
 //! - [`rand`]: the seeded generator everything random draws from.
@@ -45,6 +47,7 @@ pub mod rand;
 pub mod reno;
 pub mod sock;
 pub mod spec;
+pub mod state;
 pub mod vegas;
 
 pub use ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample};

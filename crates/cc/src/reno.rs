@@ -15,6 +15,7 @@ use crate::hystart_pp::HystartPP;
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
 use crate::params::{flag_value, ParamError, ParamInfo, Params};
 use crate::sock::{Field, Sock};
+use crate::state::PrivateState;
 use alloc::string::String;
 
 /// Reno's options.

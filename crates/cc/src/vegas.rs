@@ -25,6 +25,7 @@ use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tc
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{int_value, ParamError, ParamInfo, Params};
 use crate::sock::{after, CaState, Field, Sock};
+use crate::state::{private_state, PrivateState};
 
 /// Vegas' module parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,21 +87,23 @@ impl Params for VegasParams {
     }
 }
 
-/// `struct vegas`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[allow(non_snake_case)]
-pub struct VegasState {
-    /// Right edge of the window when the current round began.
-    pub beg_snd_nxt: u32,
-    pub beg_snd_una: u32,
-    pub beg_snd_cwnd: u32,
-    pub doing_vegas_now: u8,
-    /// RTT samples this round (a u16 in the kernel).
-    pub cntRTT: u16,
-    /// Smallest RTT this round, µs.
-    pub minRTT: u32,
-    /// Smallest RTT ever, µs.
-    pub baseRTT: u32,
+private_state! {
+    /// `struct vegas`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[allow(non_snake_case)]
+    pub struct VegasState {
+        /// Right edge of the window when the current round began.
+        pub beg_snd_nxt: u32,
+        pub beg_snd_una: u32,
+        pub beg_snd_cwnd: u32,
+        pub doing_vegas_now: u8,
+        /// RTT samples this round (a u16 in the kernel).
+        pub cntRTT: u16,
+        /// Smallest RTT this round, µs.
+        pub minRTT: u32,
+        /// Smallest RTT ever, µs.
+        pub baseRTT: u32,
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -247,34 +250,11 @@ impl CongestionControl for Vegas {
     }
 
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        let s = &self.st;
-        for (name, v) in [
-            ("beg_snd_nxt", s.beg_snd_nxt),
-            ("beg_snd_una", s.beg_snd_una),
-            ("beg_snd_cwnd", s.beg_snd_cwnd),
-            ("doing_vegas_now", s.doing_vegas_now as u32),
-            ("cntRTT", s.cntRTT as u32),
-            ("minRTT", s.minRTT),
-            ("baseRTT", s.baseRTT),
-        ] {
-            visit(name, v as i64);
-        }
+        self.st.visit(visit)
     }
 
-    fn set_ca(&mut self, name: &str, value: i64) -> bool {
-        let s = &mut self.st;
-        let v = value as u32;
-        match name {
-            "beg_snd_nxt" => s.beg_snd_nxt = v,
-            "beg_snd_una" => s.beg_snd_una = v,
-            "beg_snd_cwnd" => s.beg_snd_cwnd = v,
-            "doing_vegas_now" => s.doing_vegas_now = v as u8,
-            "cntRTT" => s.cntRTT = v as u16,
-            "minRTT" => s.minRTT = v,
-            "baseRTT" => s.baseRTT = v,
-            _ => return false,
-        }
-        true
+    fn set_ca(&mut self, name: &str, cell: i64) -> bool {
+        self.st.set(name, cell)
     }
 
     fn reads(&self) -> &'static [Field] {

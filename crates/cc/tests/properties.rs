@@ -128,7 +128,7 @@ impl Core {
 
     /// Is CDG in the CWR of its own (`cwr=own`)?
     fn in_own_cwr(&self) -> bool {
-        matches!(&self.cc, Algorithm::Cdg(c) if c.state().in_cwr)
+        matches!(&self.cc, Algorithm::Cdg(c) if c.state().own.in_cwr)
     }
 
     fn set_state(&mut self, s: CaState) {
