@@ -5,7 +5,56 @@
 //! every algorithm that grows its window the classic way. BPF ports call the
 //! kernel's own copies as kfuncs, so these must agree bit for bit.
 
-use crate::sock::Sock;
+use crate::sock::{Field, Sock};
+
+/// The connection fields the helpers below read, in the order algorithms
+/// list them: an algorithm that calls them reads these, and lists them with
+/// [`reads!`] before its own.
+pub const AIMD_READS: &[Field] = &[
+    Field::snd_cwnd,
+    Field::snd_ssthresh,
+    Field::snd_cwnd_cnt,
+    Field::snd_cwnd_clamp,
+    Field::is_cwnd_limited,
+    Field::max_packets_out,
+    Field::prior_cwnd,
+];
+
+/// `reads!(A, B, ...)`: the fields of the lists `A`, `B`, ... in order, as
+/// one `&'static [Field]` built at compile time. An algorithm's reads are
+/// those of the helpers it calls and then its own, and a variant's are its
+/// base's and then what the variant adds, each list written once.
+macro_rules! reads {
+    ($($list:expr),+ $(,)?) => {{
+        use $crate::sock::Field;
+        const LISTS: &[&[Field]] = &[$($list),+];
+        const N: usize = {
+            let (mut n, mut i) = (0, 0);
+            while i < LISTS.len() {
+                n += LISTS[i].len();
+                i += 1;
+            }
+            n
+        };
+        const ALL: [Field; N] = {
+            let mut all = [Field::snd_cwnd; N];
+            let (mut k, mut i) = (0, 0);
+            while i < LISTS.len() {
+                let mut j = 0;
+                while j < LISTS[i].len() {
+                    all[k] = LISTS[i][j];
+                    k += 1;
+                    j += 1;
+                }
+                i += 1;
+            }
+            all
+        };
+        &ALL
+    }};
+}
+
+pub(crate) use reads;
 
 /// `tcp_slow_start()`: grow cwnd by one segment per segment ACKed, but not
 /// past ssthresh; return the ACKed segments left over for congestion
@@ -71,6 +120,13 @@ pub fn tcp_reno_undo_cwnd(sk: &Sock) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_concatenates_in_order() {
+        const AB: &[Field] = reads!(AIMD_READS, &[Field::srtt_us], &[]);
+        assert_eq!(&AB[..7], AIMD_READS);
+        assert_eq!(&AB[7..], &[Field::srtt_us]);
+    }
 
     fn sock(cwnd: u32, ssthresh: u32) -> Sock {
         let mut sk = Sock::new(1000);

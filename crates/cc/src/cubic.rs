@@ -45,7 +45,7 @@
 //! Where this file departs from the kernel (only where the kernel would hang
 //! or is ambiguous), docs/ALGORITHMS.md says so.
 
-use crate::aimd::{tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start};
+use crate::aimd::{reads, tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS};
 use crate::hystart::{Hystart, HystartConfig};
 use crate::hystart_pp::HystartPP;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
@@ -566,42 +566,22 @@ impl Cubic {
     }
 }
 
-const CUBIC_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-    Field::snd_una,
-    Field::snd_nxt,
-    Field::lsndtime,
-    Field::tcp_mstamp,
-    Field::pacing_rate,
-    Field::pacing_status,
-    Field::gso_max_size,
-    Field::jiffies,
-];
+const CUBIC_READS: &[Field] = reads!(
+    AIMD_READS,
+    &[
+        Field::snd_una,
+        Field::snd_nxt,
+        Field::lsndtime,
+        Field::tcp_mstamp,
+        Field::pacing_rate,
+        Field::pacing_status,
+        Field::gso_max_size,
+        Field::jiffies,
+    ]
+);
 
-const CUBIC_EQ4_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-    Field::snd_una,
-    Field::snd_nxt,
-    Field::lsndtime,
-    Field::tcp_mstamp,
-    Field::pacing_rate,
-    Field::pacing_status,
-    Field::gso_max_size,
-    Field::jiffies,
-    Field::srtt_us,
-];
+/// Eq. 4 reads the smoothed RTT besides.
+const CUBIC_EQ4_READS: &[Field] = reads!(CUBIC_READS, &[Field::srtt_us]);
 
 impl CongestionControl for Cubic {
     fn name(&self) -> &'static str {

@@ -17,7 +17,7 @@
 
 use alloc::string::{String, ToString};
 
-use crate::aimd::{tcp_reno_undo_cwnd, tcp_slow_start};
+use crate::aimd::{reads, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS};
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
 use crate::params::{flag_value, ParamError, ParamInfo, Params};
 use crate::sock::{msecs_to_jiffies, usecs_to_jiffies, CaState, Field, Sock};
@@ -237,17 +237,7 @@ impl Htcp {
     }
 }
 
-const HTCP_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-    Field::icsk_ca_state,
-    Field::jiffies,
-];
+const HTCP_READS: &[Field] = reads!(AIMD_READS, &[Field::icsk_ca_state, Field::jiffies]);
 
 impl CongestionControl for Htcp {
     fn name(&self) -> &'static str {

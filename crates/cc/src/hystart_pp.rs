@@ -19,7 +19,7 @@
 //! No Linux kernel ships HyStart++; this is Kleinrock's own integer
 //! rendering of the RFC's pseudocode, with windows in segments.
 
-use crate::sock::{after, Sock};
+use crate::sock::{after, Field, Sock};
 use crate::state::{private_state, Member};
 
 /// `MIN_RTT_THRESH`: smallest RTT rise that counts, microseconds.
@@ -38,6 +38,11 @@ pub const CSS_ROUNDS: u32 = 5;
 /// `L`: the most segments one ACK may add when not paced (the RFC's
 /// recommended 8; unbounded when paced).
 pub const L_UNPACED: u32 = 8;
+
+/// The connection fields HyStart++ reads beyond slow start's own
+/// ([`crate::aimd::AIMD_READS`]): rounds end at `snd_nxt`, checked against
+/// `snd_una`, and pacing lifts the per-ACK growth limit.
+pub const HSPP_READS: &[Field] = &[Field::snd_una, Field::snd_nxt, Field::pacing_status];
 
 /// Which part of slow start the connection is in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -10,8 +10,11 @@
 //! Kleinrock adds one option the kernel lacks: `hystart=hspp` replaces the
 //! initial slow start with HyStart++ (RFC 9406), see [`crate::hystart_pp`].
 
-use crate::aimd::{tcp_cong_avoid_ai, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
-use crate::hystart_pp::HystartPP;
+use crate::aimd::{
+    reads, tcp_cong_avoid_ai, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd,
+    AIMD_READS,
+};
+use crate::hystart_pp::{HystartPP, HSPP_READS};
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
 use crate::params::{flag_value, ParamError, ParamInfo, Params};
 use crate::sock::{Field, Sock};
@@ -65,28 +68,7 @@ pub struct Reno {
     hspp: HystartPP,
 }
 
-const RENO_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-];
-
-const RENO_HSPP_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-    Field::snd_una,
-    Field::snd_nxt,
-    Field::pacing_status,
-];
+const RENO_HSPP_READS: &[Field] = reads!(AIMD_READS, HSPP_READS);
 
 impl Reno {
     pub fn new(params: RenoParams) -> Reno {
@@ -158,7 +140,7 @@ impl CongestionControl for Reno {
         if self.params.hystart_pp {
             RENO_HSPP_READS
         } else {
-            RENO_READS
+            AIMD_READS
         }
     }
 }

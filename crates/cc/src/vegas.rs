@@ -21,7 +21,9 @@
 
 use alloc::string::{String, ToString};
 
-use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start};
+use crate::aimd::{
+    reads, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS,
+};
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{int_value, ParamError, ParamInfo, Params};
 use crate::sock::{after, CaState, Field, Sock};
@@ -170,17 +172,7 @@ impl Vegas {
     }
 }
 
-const VEGAS_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-    Field::snd_nxt,
-    Field::icsk_ca_state,
-];
+const VEGAS_READS: &[Field] = reads!(AIMD_READS, &[Field::snd_nxt, Field::icsk_ca_state]);
 
 impl CongestionControl for Vegas {
     fn name(&self) -> &'static str {
