@@ -36,14 +36,13 @@
 //! `snd_nxt`, then what `tcp_end_cwnd_reduction()` does. It is here so that
 //! traces of the port replay and the simulator can show what it changes.
 
-use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_undo_cwnd};
 use crate::minmax::min_not_zero;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
-use crate::params::{flag_value, int_value, ParamError, ParamInfo, Params};
+use crate::params::{param_enum, params, Token};
 use crate::rand::SplitMix64;
 use crate::sock::{after, before, CaState, Field, Sock, TCP_ECN_OK, TCP_ECN_QUEUE_CWR};
 use crate::state::{private_state, PrivateState};
@@ -71,147 +70,79 @@ const DELACK_MAX: u8 = 5;
 /// A gradient sum this negative (µs) means the last backoff worked.
 const EFFECTUAL_GRADIENT_US: i32 = -32;
 
-/// The CWR a backoff enters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CdgCwr {
-    /// `tcp_enter_cwr()`: the TCP core's CWR, with PRR (Linux).
-    #[default]
-    Kernel,
-    /// The BPF port's own CWR (`cdg_enter_cwr()` of cdg.bpf.c).
-    Own,
-}
-
-impl CdgCwr {
-    fn name(self) -> &'static str {
-        match self {
-            CdgCwr::Kernel => "kernel",
-            CdgCwr::Own => "own",
-        }
+param_enum! {
+    /// The CWR a backoff enters.
+    pub enum CdgCwr {
+        /// `tcp_enter_cwr()`: the TCP core's CWR, with PRR (Linux).
+        #[default]
+        Kernel = 0 => "kernel",
+        /// The BPF port's own CWR (`cdg_enter_cwr()` of cdg.bpf.c).
+        Own = 1 => "own",
     }
 }
 
-/// CDG's module parameters, and the CWR its backoff enters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CdgParams {
-    /// Rounds in the gradient window, a power of two in 1..=256 (default 8).
-    pub window: u32,
-    /// Backoff multiplier in 1/1024 (default 724, 0.7071 = sqrt(1/2)).
-    pub backoff_beta: u32,
-    /// Backoff probability scale, 1000 / (G * window) (default 42: G = 3).
-    pub backoff_factor: u32,
-    /// HyStart: 0 off, 1 ACK train, 2 delay, 3 both (default 3). Paced
-    /// flows spread their ACKs, which reads as a long train: use 2.
-    pub hystart_detect: u32,
-    /// Ineffectual backoffs tolerated before backing off stops; 0 disables
-    /// the heuristic (default 5).
-    pub use_ineff: u32,
-    /// Keep a shadow window for losses (default on).
-    pub use_shadow: bool,
-    /// Tolerate losses while the queue is not full (default off).
-    pub use_tolerance: bool,
-    /// Which CWR a backoff enters (default the kernel's).
-    pub cwr: CdgCwr,
-}
-
-impl Default for CdgParams {
-    fn default() -> Self {
-        CdgParams {
-            window: 8,
-            backoff_beta: 724,
-            backoff_factor: 42,
-            hystart_detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
-            use_ineff: 5,
-            use_shadow: true,
-            use_tolerance: false,
-            cwr: CdgCwr::Kernel,
-        }
-    }
-}
-
-impl Params for CdgParams {
-    const INFO: &'static [ParamInfo] = &[
-        ParamInfo {
-            key: "window",
+params! {
+    /// CDG's module parameters, and the CWR its backoff enters.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct CdgParams {
+        /// Rounds in the gradient window, a power of two in 1..=256 (default 8).
+        window: u32 {
+            default: 8,
             values: "1|2|4|8|16|32|64|128|256",
+            range: 1..=256,
+            check: |w: u32| w.is_power_of_two(),
             help: "gradient window in rounds (default 8)",
+            token: Token::Prefix("w"),
         },
-        ParamInfo {
-            key: "backoff_beta",
-            values: "0..1024",
+        /// Backoff multiplier in 1/1024 (default 724, 0.7071 = sqrt(1/2)).
+        backoff_beta: u32 {
+            default: 724,
+            range: 0..=1024,
             help: "window multiplier on backoff, 1/1024 (default 724)",
+            token: Token::Prefix("b"),
         },
-        ParamInfo {
-            key: "backoff_factor",
-            values: "0..4294967295",
+        /// Backoff probability scale, 1000 / (G * window) (default 42: G = 3).
+        backoff_factor: u32 {
+            default: 42,
             help: "backoff probability scale, 1000/(G*window) (default 42, G=3)",
+            token: Token::Prefix("f"),
         },
-        ParamInfo {
-            key: "hystart_detect",
-            values: "0..3",
+        /// HyStart: 0 off, 1 ACK train, 2 delay, 3 both (default 3). Paced
+        /// flows spread their ACKs, which reads as a long train: use 2.
+        hystart_detect: u32 {
+            default: HYSTART_ACK_TRAIN | HYSTART_DELAY,
+            range: 0..=3,
             help: "slow-start exit: 1 ACK train, 2 delay, 3 both (default 3; 2 when paced)",
+            token: Token::Prefix("hd"),
         },
-        ParamInfo {
-            key: "use_ineff",
-            values: "0..65535",
+        /// Ineffectual backoffs tolerated before backing off stops; 0 disables
+        /// the heuristic (default 5).
+        use_ineff: u32 {
+            default: 5,
+            range: 0..=65535,
             help: "ineffectual backoffs before giving up, 0 off (default 5)",
+            token: Token::Prefix("i"),
         },
-        ParamInfo {
-            key: "use_shadow",
-            values: "0|1",
+        /// Keep a shadow window for losses (default on).
+        use_shadow: bool {
+            default: true,
             help: "shadow window for losses (default 1)",
+            token: Token::Values(&[("0", "nosh")]),
         },
-        ParamInfo {
-            key: "use_tolerance",
-            values: "0|1",
+        /// Tolerate losses while the queue is not full (default off).
+        use_tolerance: bool {
+            default: false,
             help: "tolerate losses while the queue is not full (default 0)",
+            token: Token::Values(&[("1", "tol")]),
         },
-        ParamInfo {
-            key: "cwr",
-            values: "kernel|own",
+        /// Which CWR a backoff enters (default the kernel's). The BPF port
+        /// can run only its own (it cannot call `tcp_enter_cwr()`,
+        /// docs/KERNEL.md), so it has no such parameter.
+        cwr: CdgCwr {
+            default: CdgCwr::Kernel,
             help: "backoff's CWR: the kernel's (PRR over a round trip) or the BPF port's (cwnd cut at once) (default kernel)",
+            ported: CdgCwr::Own,
         },
-    ];
-
-    fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
-        let flag = |v: &str| flag_value(v).ok_or_else(|| ParamError::value(key, v));
-        match key {
-            "window" => {
-                let w = int_value(key, v, 1, 256)?;
-                if !w.is_power_of_two() {
-                    return Err(ParamError::value(key, v));
-                }
-                self.window = w;
-            }
-            "backoff_beta" => self.backoff_beta = int_value(key, v, 0, 1024)?,
-            "backoff_factor" => self.backoff_factor = int_value(key, v, 0, u32::MAX)?,
-            "hystart_detect" => self.hystart_detect = int_value(key, v, 0, 3)?,
-            "use_ineff" => self.use_ineff = int_value(key, v, 0, u16::MAX as u32)?,
-            "use_shadow" => self.use_shadow = flag(v)?,
-            "use_tolerance" => self.use_tolerance = flag(v)?,
-            "cwr" => {
-                self.cwr = match v {
-                    "kernel" => CdgCwr::Kernel,
-                    "own" => CdgCwr::Own,
-                    _ => return Err(ParamError::value(key, v)),
-                }
-            }
-            _ => return Err(ParamError::unknown(key)),
-        }
-        Ok(())
-    }
-
-    fn get(&self, key: &str) -> String {
-        match key {
-            "window" => self.window.to_string(),
-            "backoff_beta" => self.backoff_beta.to_string(),
-            "backoff_factor" => self.backoff_factor.to_string(),
-            "hystart_detect" => self.hystart_detect.to_string(),
-            "use_ineff" => self.use_ineff.to_string(),
-            "use_shadow" => (self.use_shadow as u8).to_string(),
-            "use_tolerance" => (self.use_tolerance as u8).to_string(),
-            "cwr" => self.cwr.name().to_string(),
-            _ => String::new(),
-        }
     }
 }
 
@@ -699,6 +630,7 @@ impl CongestionControl for Cdg {
 mod tests {
     use super::*;
     use crate::sock::CaState;
+    use alloc::string::ToString;
 
     #[test]
     fn nexp_is_the_kernels_table_product() {

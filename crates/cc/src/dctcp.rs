@@ -24,12 +24,10 @@
 //! Without negotiated ECN (no `TCP_ECN_OK` at `init`) the kernel swaps the
 //! connection to `dctcp-reno`; this port does the same through a flag.
 
-use alloc::string::{String, ToString};
-
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
 use crate::minmax::min_not_zero;
 use crate::ops::{CaEvent, CaVisitor, CongestionControl};
-use crate::params::{int_value, ParamError, ParamInfo, Params};
+use crate::params::{params, Token};
 use crate::sock::{before, CaState, Field, Sock, TCP_ECN_DEMAND_CWR, TCP_ECN_OK};
 use crate::state::{private_state, PrivateState};
 
@@ -42,54 +40,24 @@ pub const ICSK_ACK_TIMER: u8 = 2;
 /// 8 is `ICSK_ACK_PUSHED2`).
 pub const ICSK_ACK_NOW: u8 = 16;
 
-/// DCTCP's module parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DctcpParams {
-    /// `dctcp_shift_g`: g = 1/2^shift_g (default 4, the kernel allows 0..10).
-    pub shift_g: u32,
-    /// `dctcp_alpha_on_init`: alpha of a new connection, 1/1024 (default
-    /// 1024, so the first marks halve the window until alpha has learnt).
-    pub alpha_on_init: u32,
-}
-
-impl Default for DctcpParams {
-    fn default() -> Self {
-        DctcpParams {
-            shift_g: 4,
-            alpha_on_init: DCTCP_MAX_ALPHA,
-        }
-    }
-}
-
-impl Params for DctcpParams {
-    const INFO: &'static [ParamInfo] = &[
-        ParamInfo {
-            key: "shift_g",
-            values: "0..10",
+params! {
+    /// DCTCP's module parameters.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct DctcpParams {
+        /// `dctcp_shift_g`: g = 1/2^shift_g (default 4, the kernel allows 0..10).
+        shift_g: u32 {
+            default: 4,
+            range: 0..=10,
             help: "EWMA gain of alpha is 1/2^shift_g (default 4)",
+            token: Token::Prefix("g"),
         },
-        ParamInfo {
-            key: "alpha_on_init",
-            values: "0..4294967295",
+        /// `dctcp_alpha_on_init`: alpha of a new connection, 1/1024 (default
+        /// 1024, so the first marks halve the window until alpha has learnt).
+        alpha_on_init: u32 {
+            default: DCTCP_MAX_ALPHA,
             help: "initial alpha in 1/1024, capped at 1024 (default 1024)",
+            token: Token::Prefix("a"),
         },
-    ];
-
-    fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
-        match key {
-            "shift_g" => self.shift_g = int_value(key, v, 0, 10)?,
-            "alpha_on_init" => self.alpha_on_init = int_value(key, v, 0, u32::MAX)?,
-            _ => return Err(ParamError::unknown(key)),
-        }
-        Ok(())
-    }
-
-    fn get(&self, key: &str) -> String {
-        match key {
-            "shift_g" => self.shift_g.to_string(),
-            "alpha_on_init" => self.alpha_on_init.to_string(),
-            _ => String::new(),
-        }
     }
 }
 

@@ -15,11 +15,9 @@
 //!
 //! Times are in jiffies, fractions in 1/128 (`<< 7`), as in the kernel.
 
-use alloc::string::{String, ToString};
-
 use crate::aimd::{reads, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS};
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
-use crate::params::{flag_value, ParamError, ParamInfo, Params};
+use crate::params::{params, Token};
 use crate::sock::{msecs_to_jiffies, usecs_to_jiffies, CaState, Field, Sock};
 use crate::state::{private_state, PrivateState};
 
@@ -30,54 +28,22 @@ pub const BETA_MIN: u8 = 1 << 6;
 /// The largest beta, 0.8 (102/128).
 pub const BETA_MAX: u8 = 102;
 
-/// H-TCP's module parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HtcpParams {
-    /// Scale alpha by the RTT (for RTT fairness).
-    pub use_rtt_scaling: bool,
-    /// Fall back to beta = 0.5 when the achieved bandwidth changes.
-    pub use_bandwidth_switch: bool,
-}
-
-impl Default for HtcpParams {
-    fn default() -> Self {
-        HtcpParams {
-            use_rtt_scaling: true,
-            use_bandwidth_switch: true,
-        }
-    }
-}
-
-impl Params for HtcpParams {
-    const INFO: &'static [ParamInfo] = &[
-        ParamInfo {
-            key: "use_rtt_scaling",
-            values: "0|1",
+params! {
+    /// H-TCP's module parameters.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct HtcpParams {
+        /// Scale alpha by the RTT (for RTT fairness).
+        use_rtt_scaling: bool {
+            default: true,
             help: "scale alpha by the RTT (default 1)",
+            token: Token::Values(&[("0", "nrs")]),
         },
-        ParamInfo {
-            key: "use_bandwidth_switch",
-            values: "0|1",
+        /// Fall back to beta = 0.5 when the achieved bandwidth changes.
+        use_bandwidth_switch: bool {
+            default: true,
             help: "beta falls back to 0.5 when the bandwidth changes (default 1)",
+            token: Token::Values(&[("0", "nbs")]),
         },
-    ];
-
-    fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
-        let flag = flag_value(v).ok_or_else(|| ParamError::value(key, v))?;
-        match key {
-            "use_rtt_scaling" => self.use_rtt_scaling = flag,
-            "use_bandwidth_switch" => self.use_bandwidth_switch = flag,
-            _ => return Err(ParamError::unknown(key)),
-        }
-        Ok(())
-    }
-
-    fn get(&self, key: &str) -> String {
-        match key {
-            "use_rtt_scaling" => (self.use_rtt_scaling as u8).to_string(),
-            "use_bandwidth_switch" => (self.use_bandwidth_switch as u8).to_string(),
-            _ => String::new(),
-        }
     }
 }
 

@@ -19,6 +19,7 @@
 //! The state lives inside CUBIC's private area in the kernel (`struct
 //! bictcp`), under the member names used here, so traces name them alike.
 
+use crate::params::param_enum;
 use crate::sock::{after, Sock, USEC_PER_MSEC, USEC_PER_SEC};
 use crate::state::private_state;
 
@@ -52,13 +53,32 @@ pub struct HystartConfig {
     pub ack_delta_us: u32,
 }
 
+impl HystartConfig {
+    /// The kernel's defaults, which CUBIC's parameters start from.
+    pub const DEFAULT: HystartConfig = HystartConfig {
+        detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
+        low_window: 16,
+        ack_delta_us: 2000,
+    };
+}
+
 impl Default for HystartConfig {
     fn default() -> Self {
-        HystartConfig {
-            detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
-            low_window: 16,
-            ack_delta_us: 2000,
-        }
+        HystartConfig::DEFAULT
+    }
+}
+
+param_enum! {
+    /// Which slow-start exit runs (the `hystart` parameter of CUBIC and
+    /// reno); the numbers are the ports' `SS_EXIT_*` (hystart_pp.bpf.h).
+    pub enum SlowStartExit {
+        /// Linux HyStart (`hystart=1`, CUBIC's default).
+        #[default]
+        Linux = 1 => "on",
+        /// Plain slow start, exit on loss only (`hystart=0`).
+        Off = 0 => "off",
+        /// HyStart++, RFC 9406.
+        HystartPP = 2 => "hspp",
     }
 }
 

@@ -19,73 +19,39 @@
 //! are Reno's business (`ssthresh`, `undo_cwnd`), and Vegas restarts its
 //! measurements after any of them, after idle, and at the start.
 
-use alloc::string::{String, ToString};
-
 use crate::aimd::{
     reads, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS,
 };
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
-use crate::params::{int_value, ParamError, ParamInfo, Params};
+use crate::params::{params, Token};
 use crate::sock::{after, CaState, Field, Sock};
 use crate::state::{private_state, PrivateState};
 
-/// Vegas' module parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct VegasParams {
-    /// Fewest packets to keep queued (default 2).
-    pub alpha: u32,
-    /// Most packets to keep queued (default 4).
-    pub beta: u32,
-    /// Slow start ends above this many queued (default 1).
-    pub gamma: u32,
-}
-
-impl Default for VegasParams {
-    fn default() -> Self {
-        VegasParams {
-            alpha: 2,
-            beta: 4,
-            gamma: 1,
-        }
-    }
-}
-
-impl Params for VegasParams {
-    const INFO: &'static [ParamInfo] = &[
-        ParamInfo {
-            key: "alpha",
-            values: "0..1000000",
+params! {
+    /// Vegas' module parameters.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct VegasParams {
+        /// Fewest packets to keep queued (default 2).
+        alpha: u32 {
+            default: 2,
+            range: 0..=1000000,
             help: "lower bound of packets in the bottleneck queue (default 2)",
+            token: Token::Prefix("a"),
         },
-        ParamInfo {
-            key: "beta",
-            values: "0..1000000",
+        /// Most packets to keep queued (default 4).
+        beta: u32 {
+            default: 4,
+            range: 0..=1000000,
             help: "upper bound of packets in the bottleneck queue (default 4)",
+            token: Token::Prefix("b"),
         },
-        ParamInfo {
-            key: "gamma",
-            values: "0..1000000",
+        /// Slow start ends above this many queued (default 1).
+        gamma: u32 {
+            default: 1,
+            range: 0..=1000000,
             help: "packets queued that end slow start (default 1)",
+            token: Token::Prefix("g"),
         },
-    ];
-
-    fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
-        match key {
-            "alpha" => self.alpha = int_value(key, v, 0, 1_000_000)?,
-            "beta" => self.beta = int_value(key, v, 0, 1_000_000)?,
-            "gamma" => self.gamma = int_value(key, v, 0, 1_000_000)?,
-            _ => return Err(ParamError::unknown(key)),
-        }
-        Ok(())
-    }
-
-    fn get(&self, key: &str) -> String {
-        match key {
-            "alpha" => self.alpha.to_string(),
-            "beta" => self.beta.to_string(),
-            "gamma" => self.gamma.to_string(),
-            _ => String::new(),
-        }
     }
 }
 

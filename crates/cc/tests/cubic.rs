@@ -2,7 +2,6 @@
 //! 6.18 `net/ipv4/tcp_cubic.c` (each intermediate value is in a comment).
 
 use kleinrock_cc::cubic::{cubic_root, Cubic, CubicParams, Scales};
-use kleinrock_cc::hystart::HystartConfig;
 use kleinrock_cc::{AckSample, CaEvent, CaState, CongestionControl, Sock};
 
 /// An ACK sample.
@@ -233,11 +232,9 @@ fn hystart_ack_train_ends_slow_start_through_pkts_acked() {
 #[test]
 fn hystart_delay_detector_alone_and_low_window() {
     let p = CubicParams {
-        hystart_cfg: HystartConfig {
-            detect: 2,
-            low_window: 16,
-            ack_delta_us: 2000,
-        },
+        hystart_detect: 2,
+        hystart_low_window: 16,
+        hystart_ack_delta_us: 2000,
         ..Default::default()
     };
     let mut c = Cubic::new(p);

@@ -221,7 +221,7 @@ fn load_reno(name: &str, p: &RenoParams) -> Result<Link, Error> {
     let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
         return Err(no_rodata(name));
     };
-    ro.hystart_pp = p.hystart_pp as u32;
+    ro.hystart_pp = (p.hystart == SlowStartExit::HystartPP) as u32;
     let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
     let m = &mut skel.maps;
     register(
@@ -248,9 +248,9 @@ fn load_cubic(name: &str, p: &CubicParams) -> Result<Link, Error> {
     ro.bic_scale = p.bic_scale;
     ro.friendly = friendly_value(p.friendly);
     ro.slow_start_exit = slow_start_exit_value(p.hystart);
-    ro.hystart_detect = p.hystart_cfg.detect as u32;
-    ro.hystart_low_window = p.hystart_cfg.low_window;
-    ro.hystart_ack_delta_us = p.hystart_cfg.ack_delta_us;
+    ro.hystart_detect = p.hystart_detect;
+    ro.hystart_low_window = p.hystart_low_window;
+    ro.hystart_ack_delta_us = p.hystart_ack_delta_us;
     let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
     let m = &mut skel.maps;
     register(

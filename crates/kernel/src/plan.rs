@@ -150,7 +150,7 @@ pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
     let (port, tokens) = match &algorithm {
         Algorithm::Reno(r) => {
             let p = *r.params();
-            let tokens = if p.hystart_pp {
+            let tokens = if p.hystart == SlowStartExit::HystartPP {
                 vec!["hspp".to_string()]
             } else {
                 Vec::new()
@@ -281,7 +281,7 @@ fn cubic_tokens(p: &CubicParams) -> Vec<String> {
     if p.initial_ssthresh != d.initial_ssthresh {
         t.push(format!("is{}", p.initial_ssthresh));
     }
-    let (h, hd) = (p.hystart_cfg, d.hystart_cfg);
+    let (h, hd) = (p.hystart_cfg(), d.hystart_cfg());
     if h.detect != hd.detect {
         t.push(format!("hd{}", h.detect));
     }
