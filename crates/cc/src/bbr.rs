@@ -43,6 +43,8 @@
 //! ([`CongestionControl::set_random_seed`]); replays take it from the trace.
 
 use crate::minmax::MinMax;
+use crate::params::NoParams;
+use crate::registry::Declared;
 use crate::ops::{CaEvent, CaVisitor, CongestionControl, RateSample};
 use crate::rand::SplitMix64;
 use crate::sock::{
@@ -732,9 +734,24 @@ const BBR_READS: &[Field] = &[
     Field::jiffies,
 ];
 
+impl Declared for Bbr {
+    const NAME: &'static str = "bbr";
+    const SUMMARY: &'static str =
+        "Linux 6.18 BBR v1: model-based, paces at the estimated bottleneck rate";
+    type Params = NoParams;
+
+    fn with_params(_: NoParams) -> Bbr {
+        Bbr::new()
+    }
+
+    fn params(&self) -> &NoParams {
+        &NoParams {}
+    }
+}
+
 impl CongestionControl for Bbr {
     fn name(&self) -> &'static str {
-        "bbr"
+        Self::NAME
     }
 
     fn set_random_seed(&mut self, seed: u64) {

@@ -41,6 +41,7 @@ use alloc::vec::Vec;
 
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_undo_cwnd};
 use crate::minmax::min_not_zero;
+use crate::registry::Declared;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{param_enum, params, Token};
 use crate::rand::SplitMix64;
@@ -293,9 +294,6 @@ impl Cdg {
         }
     }
 
-    pub fn params(&self) -> &CdgParams {
-        &self.params
-    }
 
     pub fn state(&self) -> &CdgState {
         &self.st
@@ -467,9 +465,24 @@ impl Cdg {
     }
 }
 
+impl Declared for Cdg {
+    const NAME: &'static str = "cdg";
+    const SUMMARY: &'static str =
+        "Linux CDG: probabilistic backoff on the RTT gradient, shadow window, own HyStart";
+    type Params = CdgParams;
+
+    fn with_params(params: CdgParams) -> Cdg {
+        Cdg::new(params)
+    }
+
+    fn params(&self) -> &CdgParams {
+        &self.params
+    }
+}
+
 impl CongestionControl for Cdg {
     fn name(&self) -> &'static str {
-        "cdg"
+        Self::NAME
     }
 
     fn init(&mut self, sk: &mut Sock) {
@@ -1130,7 +1143,7 @@ mod tests {
 
     #[test]
     fn the_cwr_parameter_parses_and_prints_canonically() {
-        use crate::spec::Algorithm;
+        use crate::Algorithm;
         let spec = |s: &str| {
             s.parse::<Algorithm>()
                 .map(|a| a.spec())

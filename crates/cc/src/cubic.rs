@@ -49,6 +49,7 @@ use crate::aimd::{reads, tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start, 
 pub use crate::hystart::SlowStartExit;
 use crate::hystart::{Hystart, HystartConfig};
 use crate::hystart_pp::HystartPP;
+use crate::registry::Declared;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{flag_value, param_enum, params, Token};
 use crate::sock::{after, usecs_to_jiffies, CaState, Field, Sock};
@@ -305,9 +306,6 @@ impl Cubic {
         }
     }
 
-    pub fn params(&self) -> &CubicParams {
-        &self.params
-    }
 
     pub fn scales(&self) -> &Scales {
         &self.scales
@@ -512,9 +510,24 @@ const CUBIC_READS: &[Field] = reads!(
 /// Eq. 4 reads the smoothed RTT besides.
 const CUBIC_EQ4_READS: &[Field] = reads!(CUBIC_READS, &[Field::srtt_us]);
 
+impl Declared for Cubic {
+    const NAME: &'static str = "cubic";
+    const SUMMARY: &'static str =
+        "Linux 6.18 CUBIC with HyStart, bit-exact; FreeBSD friendly-region variants";
+    type Params = CubicParams;
+
+    fn with_params(params: CubicParams) -> Cubic {
+        Cubic::new(params)
+    }
+
+    fn params(&self) -> &CubicParams {
+        &self.params
+    }
+}
+
 impl CongestionControl for Cubic {
     fn name(&self) -> &'static str {
-        "cubic"
+        Self::NAME
     }
 
     fn init(&mut self, sk: &mut Sock) {

@@ -26,6 +26,7 @@
 
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
 use crate::minmax::min_not_zero;
+use crate::registry::Declared;
 use crate::ops::{CaEvent, CaVisitor, CongestionControl};
 use crate::params::{params, Token};
 use crate::sock::{before, CaState, Field, Sock, TCP_ECN_DEMAND_CWR, TCP_ECN_OK};
@@ -151,9 +152,6 @@ impl Dctcp {
         }
     }
 
-    pub fn params(&self) -> &DctcpParams {
-        &self.params
-    }
 
     pub fn state(&self) -> &DctcpState {
         &self.st
@@ -208,9 +206,24 @@ fn set_demand_cwr(sk: &mut Sock, on: bool) {
     }
 }
 
+impl Declared for Dctcp {
+    const NAME: &'static str = "dctcp";
+    const SUMMARY: &'static str =
+        "Linux DCTCP (RFC 8257): reduce in proportion to the fraction of CE marks";
+    type Params = DctcpParams;
+
+    fn with_params(params: DctcpParams) -> Dctcp {
+        Dctcp::new(params)
+    }
+
+    fn params(&self) -> &DctcpParams {
+        &self.params
+    }
+}
+
 impl CongestionControl for Dctcp {
     fn name(&self) -> &'static str {
-        "dctcp"
+        Self::NAME
     }
 
     fn needs_ecn(&self) -> bool {

@@ -16,6 +16,7 @@
 //! Times are in jiffies, fractions in 1/128 (`<< 7`), as in the kernel.
 
 use crate::aimd::{reads, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS};
+use crate::registry::Declared;
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
 use crate::params::{params, Token};
 use crate::sock::{msecs_to_jiffies, usecs_to_jiffies, CaState, Field, Sock};
@@ -96,9 +97,6 @@ impl Htcp {
         }
     }
 
-    pub fn params(&self) -> &HtcpParams {
-        &self.params
-    }
 
     pub fn state(&self) -> &HtcpState {
         &self.st
@@ -205,9 +203,24 @@ impl Htcp {
 
 const HTCP_READS: &[Field] = reads!(AIMD_READS, &[Field::icsk_ca_state, Field::jiffies]);
 
+impl Declared for Htcp {
+    const NAME: &'static str = "htcp";
+    const SUMMARY: &'static str =
+        "Linux H-TCP: increase grows with time since loss, adaptive backoff";
+    type Params = HtcpParams;
+
+    fn with_params(params: HtcpParams) -> Htcp {
+        Htcp::new(params)
+    }
+
+    fn params(&self) -> &HtcpParams {
+        &self.params
+    }
+}
+
 impl CongestionControl for Htcp {
     fn name(&self) -> &'static str {
-        "htcp"
+        Self::NAME
     }
 
     fn init(&mut self, sk: &mut Sock) {

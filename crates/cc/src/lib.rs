@@ -31,25 +31,34 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+#[macro_use]
+pub mod registry;
+
 pub mod aimd;
-pub mod bbr;
-pub mod cdg;
-pub mod cubic;
-pub mod dctcp;
 pub mod driver;
-pub mod htcp;
 pub mod hystart;
 pub mod hystart_pp;
 pub mod minmax;
 pub mod ops;
 pub mod params;
 pub mod rand;
-pub mod reno;
 pub mod sock;
 pub mod spec;
 pub mod state;
-pub mod vegas;
+
+// The registry: one line per algorithm, its module and type, in the order
+// `kleinrock algorithms` lists them (registry.rs says what this generates).
+algorithms! {
+    reno::Reno,
+    bbr::Bbr,
+    cdg::Cdg,
+    vegas::Vegas,
+    htcp::Htcp,
+    dctcp::Dctcp,
+    cubic::Cubic,
+}
 
 pub use ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample};
+pub use registry::Declared;
 pub use sock::{CaState, Field, PacingStatus, Sock};
-pub use spec::{Algorithm, SpecError, ALGORITHMS};
+pub use spec::SpecError;

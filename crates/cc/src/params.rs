@@ -133,6 +133,15 @@ pub trait Params: Default + PartialEq + Clone {
             .map(|p| (p.key, self.get(p.key)))
             .collect()
     }
+
+    /// The tokens of the parameters that differ from their defaults, in
+    /// `INFO` order: what a derived kernel name appends (`nohs`, `b768`).
+    fn tokens(&self) -> Vec<String> {
+        self.non_default()
+            .iter()
+            .filter_map(|(key, value)| Self::INFO.iter().find(|p| p.key == *key)?.token(value))
+            .collect()
+    }
 }
 
 /// A type a parameter can have: how a spec writes it, and how a BPF port
@@ -263,11 +272,14 @@ macro_rules! params {
             const INFO: &'static [$crate::params::ParamInfo] =
                 &[$($crate::params::params!(@info $param)),*];
 
+            // A set without parameters never reads them.
+            #[allow(unused_variables)]
             fn set(&mut self, key: &str, value: &str) -> Result<(), $crate::params::ParamError> {
                 $($crate::params::params!(@set self key value $param);)*
                 Err($crate::params::ParamError::unknown(key))
             }
 
+            #[allow(unused_variables)]
             fn get(&self, key: &str) -> alloc::string::String {
                 $($crate::params::params!(@get self key $param);)*
                 alloc::string::String::new()
@@ -396,6 +408,13 @@ macro_rules! params {
 }
 
 pub(crate) use params;
+
+params! {
+    /// The parameters of an algorithm that takes none (BBR: the kernel's
+    /// are compile-time constants).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct NoParams {}
+}
 
 #[cfg(test)]
 mod tests {

@@ -16,6 +16,7 @@ use crate::aimd::{
 };
 use crate::hystart::SlowStartExit;
 use crate::hystart_pp::{HystartPP, HSPP_READS};
+use crate::registry::Declared;
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
 use crate::params::{flag_value, params, Token};
 use crate::sock::{Field, Sock};
@@ -62,9 +63,6 @@ impl Reno {
         }
     }
 
-    pub fn params(&self) -> &RenoParams {
-        &self.params
-    }
 
     /// Does HyStart++ run the initial slow start?
     fn hspp_on(&self) -> bool {
@@ -72,9 +70,25 @@ impl Reno {
     }
 }
 
+impl Declared for Reno {
+    const NAME: &'static str = "reno";
+    const ALIASES: &'static [&'static str] = &["newreno"];
+    const SUMMARY: &'static str =
+        "Linux reno: slow start, +1 segment per RTT, halve on loss";
+    type Params = RenoParams;
+
+    fn with_params(params: RenoParams) -> Reno {
+        Reno::new(params)
+    }
+
+    fn params(&self) -> &RenoParams {
+        &self.params
+    }
+}
+
 impl CongestionControl for Reno {
     fn name(&self) -> &'static str {
-        "reno"
+        Self::NAME
     }
 
     fn init(&mut self, _sk: &mut Sock) {

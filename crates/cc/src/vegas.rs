@@ -22,6 +22,7 @@
 use crate::aimd::{
     reads, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS,
 };
+use crate::registry::Declared;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{params, Token};
 use crate::sock::{after, CaState, Field, Sock};
@@ -88,9 +89,6 @@ impl Vegas {
         }
     }
 
-    pub fn params(&self) -> &VegasParams {
-        &self.params
-    }
 
     pub fn state(&self) -> &VegasState {
         &self.st
@@ -140,9 +138,24 @@ impl Vegas {
 
 const VEGAS_READS: &[Field] = reads!(AIMD_READS, &[Field::snd_nxt, Field::icsk_ca_state]);
 
+impl Declared for Vegas {
+    const NAME: &'static str = "vegas";
+    const SUMMARY: &'static str =
+        "Linux Vegas: keep alpha..beta packets queued, measured once per RTT";
+    type Params = VegasParams;
+
+    fn with_params(params: VegasParams) -> Vegas {
+        Vegas::new(params)
+    }
+
+    fn params(&self) -> &VegasParams {
+        &self.params
+    }
+}
+
 impl CongestionControl for Vegas {
     fn name(&self) -> &'static str {
-        "vegas"
+        Self::NAME
     }
 
     fn init(&mut self, sk: &mut Sock) {

@@ -5,7 +5,9 @@
 
 use kleinrock_cc::cdg::CdgCwr;
 use kleinrock_cc::cubic::cubic_root;
-use kleinrock_cc::{AckSample, Algorithm, CaEvent, CaState, CongestionControl, RateSample, Sock};
+use kleinrock_cc::{
+    AckSample, Algorithm, CaEvent, CaState, CongestionControl, Declared, RateSample, Sock,
+};
 use proptest::prelude::*;
 
 const SPECS: &[&str] = &[
