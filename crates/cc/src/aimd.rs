@@ -120,6 +120,7 @@ pub fn tcp_reno_undo_cwnd(sk: &Sock) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Setup;
 
     #[test]
     fn reads_concatenates_in_order() {
@@ -128,16 +129,9 @@ mod tests {
         assert_eq!(&AB[7..], &[Field::srtt_us]);
     }
 
-    fn sock(cwnd: u32, ssthresh: u32) -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.snd_cwnd = cwnd;
-        sk.snd_ssthresh = ssthresh;
-        sk
-    }
-
     #[test]
     fn slow_start_stops_at_ssthresh_and_returns_the_rest() {
-        let mut sk = sock(10, 14);
+        let mut sk = Sock::new(1000).cwnd(10).ssthresh(14);
         assert_eq!(tcp_slow_start(&mut sk, 3), 0);
         assert_eq!(sk.snd_cwnd, 13);
         assert_eq!(tcp_slow_start(&mut sk, 5), 4);
@@ -147,7 +141,7 @@ mod tests {
     #[test]
     fn slow_start_respects_clamp_but_reports_growth_to_ssthresh() {
         // The kernel computes the leftover against ssthresh before clamping.
-        let mut sk = sock(10, 100);
+        let mut sk = Sock::new(1000).cwnd(10).ssthresh(100);
         sk.snd_cwnd_clamp = 12;
         assert_eq!(tcp_slow_start(&mut sk, 5), 0);
         assert_eq!(sk.snd_cwnd, 12);
@@ -155,7 +149,7 @@ mod tests {
 
     #[test]
     fn additive_increase_one_segment_per_window() {
-        let mut sk = sock(10, 5);
+        let mut sk = Sock::new(1000).cwnd(10).ssthresh(5);
         for _ in 0..9 {
             tcp_cong_avoid_ai(&mut sk, 10, 1);
         }
@@ -169,7 +163,7 @@ mod tests {
 
     #[test]
     fn credits_from_a_larger_w_apply_gently() {
-        let mut sk = sock(20, 5);
+        let mut sk = Sock::new(1000).cwnd(20).ssthresh(5);
         sk.snd_cwnd_cnt = 50;
         tcp_cong_avoid_ai(&mut sk, 8, 2);
         // One segment for the stale credit, then 2 fresh credits.
@@ -178,7 +172,7 @@ mod tests {
 
     #[test]
     fn reno_halves_with_a_floor_of_two_and_undoes_to_prior() {
-        let mut sk = sock(7, 5);
+        let mut sk = Sock::new(1000).cwnd(7).ssthresh(5);
         assert_eq!(tcp_reno_ssthresh(&sk), 3);
         sk.snd_cwnd = 3;
         assert_eq!(tcp_reno_ssthresh(&sk), 2);
@@ -188,7 +182,7 @@ mod tests {
 
     #[test]
     fn reno_cong_avoid_needs_cwnd_limited() {
-        let mut sk = sock(10, 100);
+        let mut sk = Sock::new(1000).cwnd(10).ssthresh(100);
         sk.max_packets_out = 4;
         tcp_reno_cong_avoid(&mut sk, 0, 2);
         assert_eq!(sk.snd_cwnd, 10);
@@ -199,7 +193,7 @@ mod tests {
 
     #[test]
     fn reno_leftover_from_slow_start_goes_to_avoidance() {
-        let mut sk = sock(9, 10);
+        let mut sk = Sock::new(1000).cwnd(9).ssthresh(10);
         sk.is_cwnd_limited = true;
         sk.snd_cwnd_cnt = 9;
         // 1 segment reaches ssthresh, 11 left: stale credit 9 >= w=10? no;

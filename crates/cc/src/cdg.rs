@@ -642,6 +642,7 @@ impl CongestionControl for Cdg {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{Harness, Setup};
     use crate::sock::CaState;
     use alloc::string::ToString;
 
@@ -679,14 +680,12 @@ mod tests {
         assert!((p3 - 0.2854).abs() < 1e-3, "{p3}");
     }
 
-    fn cdg(params: CdgParams) -> (Cdg, Sock) {
-        let mut c = Cdg::new(params);
-        let mut sk = Sock::new(1000);
-        sk.snd_cwnd = 100;
-        sk.snd_ssthresh = 50;
-        sk.is_cwnd_limited = true;
-        c.init(&mut sk);
-        (c, sk)
+    /// CDG attached to a cwnd-limited connection at cwnd 100.
+    fn cdg(params: CdgParams) -> Harness<Cdg> {
+        let sk = Sock::new(1000).cwnd(100).ssthresh(50).cwnd_limited();
+        let mut h = Harness::new(Cdg::new(params), sk);
+        h.init();
+        h
     }
 
     fn set_round(c: &mut Cdg, prev: (i32, i32), cur: (i32, i32)) {
@@ -702,10 +701,10 @@ mod tests {
 
     #[test]
     fn gradients_sum_over_the_window_and_extrapolate_until_it_fills() {
-        let (mut c, _) = cdg(CdgParams {
+        let mut c = cdg(CdgParams {
             window: 4,
             ..CdgParams::default()
-        });
+        }).cc;
         // Round 1: min +1000, max +2000: grad = gmin, scaled by 4/1.
         set_round(&mut c, (10_000, 12_000), (11_000, 14_000));
         assert_eq!(c.grad(), 4_000);
@@ -748,11 +747,11 @@ mod tests {
 
     #[test]
     fn tolerance_classifies_the_queue_from_rounded_gradients() {
-        let (mut c, _) = cdg(CdgParams {
+        let mut c = cdg(CdgParams {
             window: 1,
             use_tolerance: true,
             ..CdgParams::default()
-        });
+        }).cc;
         // Window 1: no sums, filled at once.
         set_round(&mut c, (10_000, 20_000), (10_100, 20_000));
         assert_eq!(c.grad(), 100);
@@ -771,72 +770,61 @@ mod tests {
         assert_eq!(c.st.state, CDG_NONFULL, "a shrinking max: not full");
     }
 
-    fn ack(c: &mut Cdg, sk: &mut Sock, rtt: i32, pkts: u32) {
-        c.pkts_acked(
-            sk,
-            &AckSample {
-                pkts_acked: pkts,
-                rtt_us: rtt,
-                in_flight: 0,
-            },
-        );
-    }
-
     /// One round at RTT `rtt`, ended by an ACK past `rtt_seq`.
-    fn round(c: &mut Cdg, sk: &mut Sock, rtt: i32) {
-        ack(c, sk, rtt, 2);
-        let end = c.st.rtt_seq.wrapping_add(1);
-        sk.snd_nxt = end.wrapping_add(100 * 1448);
-        c.cong_avoid(sk, end, 1);
+    fn round(h: &mut Harness<Cdg>, rtt: i32) {
+        h.acked(2, rtt);
+        let end = h.cc.st.rtt_seq.wrapping_add(1);
+        h.sk.snd_nxt = end.wrapping_add(100 * 1448);
+        h.cong_avoid(end, 1);
     }
 
     #[test]
     fn a_backoff_enters_cwr_at_beta_and_keeps_a_shadow() {
-        let (mut c, mut sk) = cdg(CdgParams::default());
-        c.set_random_seed(1);
-        round(&mut c, &mut sk, 10_000);
+        let mut h = cdg(CdgParams::default());
+        h.cc.set_random_seed(1);
+        round(&mut h, 10_000);
         // The draw is forced as a replay would force it.
-        c.expect_random("backoff_cnt", 1);
-        round(&mut c, &mut sk, 12_000);
-        assert_eq!(sk.icsk_ca_state, CaState::Cwr);
-        assert_eq!(c.st.state, CDG_BACKOFF);
-        assert_eq!(sk.snd_ssthresh, 70, "100 * 724 >> 10");
+        h.cc.expect_random("backoff_cnt", 1);
+        round(&mut h, 12_000);
+        assert_eq!(h.sk.icsk_ca_state, CaState::Cwr);
+        assert_eq!(h.cc.st.state, CDG_BACKOFF);
+        assert_eq!(h.sk.snd_ssthresh, 70, "100 * 724 >> 10");
         assert_eq!(
-            (sk.prior_cwnd, sk.snd_cwnd),
+            (h.sk.prior_cwnd, h.sk.snd_cwnd),
             (100, 100),
             "no growth on a backoff"
         );
-        assert_eq!(c.st.shadow_wnd, 100);
-        assert_eq!(c.st.backoff_cnt, 1);
+        assert_eq!(h.cc.st.shadow_wnd, 100);
+        assert_eq!(h.cc.st.backoff_cnt, 1);
         // CWR completes: the shadow survives, the round restarts.
-        sk.icsk_ca_state = CaState::Open;
-        sk.snd_cwnd = 70;
-        c.cwnd_event(&mut sk, CaEvent::CompleteCwr);
-        assert_eq!(c.st.state, CDG_UNKNOWN);
+        h.sk.icsk_ca_state = CaState::Open;
+        h.sk.snd_cwnd = 70;
+        h.event(CaEvent::CompleteCwr);
+        assert_eq!(h.cc.st.state, CDG_UNKNOWN);
         // A loss now halves the shadow, not the reduced window: 50 > 35.
-        assert_eq!(c.ssthresh(&mut sk), 50);
-        let mut no_shadow = c.clone();
-        no_shadow.params.use_shadow = false;
-        no_shadow.st.shadow_wnd = 100;
-        assert_eq!(no_shadow.ssthresh(&mut sk), 35);
+        assert_eq!(h.ssthresh(), 50);
+        let mut no_shadow = h.clone();
+        no_shadow.cc.params.use_shadow = false;
+        no_shadow.cc.st.shadow_wnd = 100;
+        assert_eq!(no_shadow.ssthresh(), 35);
     }
 
     #[test]
     fn ineffectual_backoffs_stop_after_use_ineff() {
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             use_ineff: 2,
             ..CdgParams::default()
         });
-        round(&mut c, &mut sk, 10_000);
+        round(&mut h, 10_000);
         let mut rtt = 10_000;
         for n in 1..=3u16 {
             rtt += 1000;
-            sk.icsk_ca_state = CaState::Open;
-            c.st.state = CDG_UNKNOWN;
-            c.expect_random("backoff_cnt", n as i64);
-            round(&mut c, &mut sk, rtt);
-            assert_eq!(c.st.backoff_cnt, n);
-            let backed_off = sk.icsk_ca_state == CaState::Cwr;
+            h.sk.icsk_ca_state = CaState::Open;
+            h.cc.st.state = CDG_UNKNOWN;
+            h.cc.expect_random("backoff_cnt", n as i64);
+            round(&mut h, rtt);
+            assert_eq!(h.cc.st.backoff_cnt, n);
+            let backed_off = h.sk.icsk_ca_state == CaState::Cwr;
             assert_eq!(backed_off, n <= 2, "draw {n}");
         }
     }
@@ -845,17 +833,17 @@ mod tests {
     fn seeded_draws_back_off_at_about_the_published_probability() {
         // grad 8000 with G = 3: P = 28.5%. Count fired draws over many
         // rounds with a steady gradient.
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             window: 1,
             use_ineff: 0,
             ..CdgParams::default()
         });
-        c.set_random_seed(7);
+        h.cc.set_random_seed(7);
         let mut fired = 0;
         for _ in 0..4000 {
-            c.st.state = CDG_UNKNOWN;
-            sk.icsk_ca_state = CaState::Open;
-            if c.backoff(&mut sk, 8_000) {
+            h.cc.st.state = CDG_UNKNOWN;
+            h.sk.icsk_ca_state = CaState::Open;
+            if h.cc.backoff(&mut h.sk, 8_000) {
                 fired += 1;
             }
         }
@@ -864,122 +852,122 @@ mod tests {
 
     #[test]
     fn the_delayed_ack_filter_keeps_delayed_samples_out_of_the_max() {
-        let (mut c, mut sk) = cdg(CdgParams::default());
-        ack(&mut c, &mut sk, 10_000, 2);
-        assert_eq!(c.st.delack, 1);
-        ack(&mut c, &mut sk, 30_000, 1);
+        let mut h = cdg(CdgParams::default());
+        h.acked(2, 10_000);
+        assert_eq!(h.cc.st.delack, 1);
+        h.acked(1, 30_000);
         assert_eq!(
-            c.st.rtt,
+            h.cc.st.rtt,
             CdgMinMax {
                 min: 10_000,
                 max: 10_000
             }
         );
-        assert_eq!(c.st.delack, 0);
-        ack(&mut c, &mut sk, 30_000, 1);
+        assert_eq!(h.cc.st.delack, 0);
+        h.acked(1, 30_000);
         assert_eq!(
-            c.st.rtt,
+            h.cc.st.rtt,
             CdgMinMax {
                 min: 10_000,
                 max: 30_000
             }
         );
         // With SACKed data outstanding the filter is off.
-        ack(&mut c, &mut sk, 9_000, 2);
-        sk.sacked_out = 1;
-        ack(&mut c, &mut sk, 40_000, 1);
+        h.acked(2, 9_000);
+        h.sk.sacked_out = 1;
+        h.acked(1, 40_000);
         assert_eq!(
-            c.st.rtt,
+            h.cc.st.rtt,
             CdgMinMax {
                 min: 9_000,
                 max: 40_000
             }
         );
         // No sample: nothing.
-        ack(&mut c, &mut sk, -1, 1);
-        assert_eq!(c.st.rtt.max, 40_000);
+        h.acked(1, -1);
+        assert_eq!(h.cc.st.rtt.max, 40_000);
     }
 
     #[test]
     fn hystart_ack_train_ends_slow_start_after_half_the_min_rtt() {
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             hystart_detect: HYSTART_ACK_TRAIN,
             ..CdgParams::default()
         });
-        sk.snd_ssthresh = u32::MAX >> 1;
-        sk.snd_cwnd = 20;
-        sk.snd_nxt = 1_000_000;
-        c.init(&mut sk);
-        ack(&mut c, &mut sk, 10_000, 2);
+        h.sk.snd_ssthresh = u32::MAX >> 1;
+        h.sk.snd_cwnd = 20;
+        h.sk.snd_nxt = 1_000_000;
+        h.init();
+        h.acked(2, 10_000);
         // ACKs 1 ms apart from t = 1 s: the train passes 5 ms at t + 6 ms.
         for k in 0..=6u64 {
-            sk.set_clock(1_000_000 + k * 1000);
-            let before = sk.snd_cwnd;
-            c.cong_avoid(&mut sk, 1, 1);
+            h.at(1_000_000 + k * 1000);
+            let before = h.sk.snd_cwnd;
+            h.cong_avoid(1, 1);
             if k < 6 {
-                assert!(sk.in_slow_start(), "exited at {k} ms");
+                assert!(h.sk.in_slow_start(), "exited at {k} ms");
             } else {
-                assert_eq!(sk.snd_ssthresh, before);
+                assert_eq!(h.sk.snd_ssthresh, before);
             }
         }
         // A gap of 3 ms or more breaks the train (no exit, no restart).
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             hystart_detect: HYSTART_ACK_TRAIN,
             ..CdgParams::default()
         });
-        sk.snd_ssthresh = u32::MAX >> 1;
-        sk.snd_cwnd = 20;
-        ack(&mut c, &mut sk, 10_000, 2);
+        h.sk.snd_ssthresh = u32::MAX >> 1;
+        h.sk.snd_cwnd = 20;
+        h.acked(2, 10_000);
         for k in 0..=6u64 {
-            sk.set_clock(1_000_000 + k * 3000);
-            c.cong_avoid(&mut sk, 0, 1);
+            h.at(1_000_000 + k * 3000);
+            h.cong_avoid(0, 1);
         }
-        assert!(sk.in_slow_start());
+        assert!(h.sk.in_slow_start());
     }
 
     #[test]
     fn hystart_delay_ends_slow_start_when_the_round_min_rises_an_eighth() {
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             hystart_detect: HYSTART_DELAY,
             ..CdgParams::default()
         });
-        sk.snd_ssthresh = u32::MAX >> 1;
-        sk.snd_cwnd = 10;
-        round(&mut c, &mut sk, 10_000);
-        assert_eq!(c.st.delay_min, 10_000);
+        h.sk.snd_ssthresh = u32::MAX >> 1;
+        h.sk.snd_cwnd = 10;
+        round(&mut h, 10_000);
+        assert_eq!(h.cc.st.delay_min, 10_000);
         // Next round at 11,300 us > 10,000 + 1,250: the ninth call exits.
-        ack(&mut c, &mut sk, 11_300, 2);
+        h.acked(2, 11_300);
         for k in 0..9 {
-            assert!(sk.in_slow_start(), "exited after {k} calls");
-            c.cong_avoid(&mut sk, 0, 0);
+            assert!(h.sk.in_slow_start(), "exited after {k} calls");
+            h.cong_avoid(0, 0);
         }
-        assert!(!sk.in_slow_start());
+        assert!(!h.sk.in_slow_start());
         // 11,200 us would not have.
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             hystart_detect: HYSTART_DELAY,
             ..CdgParams::default()
         });
-        sk.snd_ssthresh = u32::MAX >> 1;
-        round(&mut c, &mut sk, 10_000);
-        ack(&mut c, &mut sk, 11_200, 2);
+        h.sk.snd_ssthresh = u32::MAX >> 1;
+        round(&mut h, 10_000);
+        h.acked(2, 11_200);
         for _ in 0..20 {
-            c.cong_avoid(&mut sk, 0, 0);
+            h.cong_avoid(0, 0);
         }
-        assert!(sk.in_slow_start());
+        assert!(h.sk.in_slow_start());
     }
 
     #[test]
     fn restart_after_idle_forgets_everything_but_the_window_buffer() {
-        let (mut c, mut sk) = cdg(CdgParams::default());
-        round(&mut c, &mut sk, 10_000);
-        round(&mut c, &mut sk, 10_000);
-        c.st.gradients[0] = CdgMinMax { min: 5, max: 6 };
-        sk.snd_nxt = 777;
-        sk.snd_cwnd = 33;
-        c.cwnd_event(&mut sk, CaEvent::CwndRestart);
-        assert_eq!(c.st.gradients, vec![CdgMinMax::default(); 8]);
-        assert_eq!((c.st.rtt_seq, c.st.shadow_wnd), (777, 33));
-        assert_eq!(c.st.rtt_prev, CdgMinMax::default());
+        let mut h = cdg(CdgParams::default());
+        round(&mut h, 10_000);
+        round(&mut h, 10_000);
+        h.cc.st.gradients[0] = CdgMinMax { min: 5, max: 6 };
+        h.sk.snd_nxt = 777;
+        h.sk.snd_cwnd = 33;
+        h.event(CaEvent::CwndRestart);
+        assert_eq!(h.cc.st.gradients, vec![CdgMinMax::default(); 8]);
+        assert_eq!((h.cc.st.rtt_seq, h.cc.st.shadow_wnd), (777, 33));
+        assert_eq!(h.cc.st.rtt_prev, CdgMinMax::default());
     }
 
     fn own() -> CdgParams {
@@ -991,81 +979,81 @@ mod tests {
 
     /// Two rounds at 10 and 12 ms with the second one's draw forced to
     /// fire: a backoff at cwnd 100 (gradient 2000 us, 16000 extrapolated).
-    fn back_off(params: CdgParams) -> (Cdg, Sock) {
-        let (mut c, mut sk) = cdg(params);
-        sk.ecn_flags = TCP_ECN_OK;
-        sk.set_clock(2_000_000);
-        round(&mut c, &mut sk, 10_000);
-        c.expect_random("backoff_cnt", 1);
-        round(&mut c, &mut sk, 12_000);
-        (c, sk)
+    fn back_off(params: CdgParams) -> Harness<Cdg> {
+        let mut h = cdg(params);
+        h.sk.ecn_flags = TCP_ECN_OK;
+        h.at(2_000_000);
+        round(&mut h, 10_000);
+        h.cc.expect_random("backoff_cnt", 1);
+        round(&mut h, 12_000);
+        h
     }
 
     #[test]
     fn own_cwr_cuts_cwnd_at_once_and_holds_until_an_ack_passes_the_backoffs_snd_nxt() {
-        let (mut c, mut sk) = back_off(own());
+        let mut h = back_off(own());
         // The backoff's round ended at ACK 144,802 with snd_nxt 289,602.
-        assert_eq!(c.st.state, CDG_BACKOFF);
-        assert!(c.st.own.in_cwr);
-        assert_eq!(c.st.own.cwr_high_seq, 289_602);
+        assert_eq!(h.cc.st.state, CDG_BACKOFF);
+        assert!(h.cc.st.own.in_cwr);
+        assert_eq!(h.cc.st.own.cwr_high_seq, 289_602);
         assert_eq!(
-            (sk.snd_cwnd, sk.snd_ssthresh, sk.snd_cwnd_cnt),
+            (h.sk.snd_cwnd, h.sk.snd_ssthresh, h.sk.snd_cwnd_cnt),
             (70, 70, 0),
             "cwnd cut to 100 * 724 >> 10 at once"
         );
-        assert_eq!(sk.snd_cwnd_stamp, sk.jiffies);
-        assert_eq!(sk.ecn_flags, TCP_ECN_OK | TCP_ECN_QUEUE_CWR);
+        assert_eq!(h.sk.snd_cwnd_stamp, h.sk.jiffies);
+        assert_eq!(h.sk.ecn_flags, TCP_ECN_OK | TCP_ECN_QUEUE_CWR);
         // The core's state is the core's: no CWR, no prior_cwnd.
-        assert_eq!((sk.icsk_ca_state, sk.prior_cwnd), (CaState::Open, 0));
-        assert_eq!((c.st.shadow_wnd, c.st.backoff_cnt), (100, 1));
+        assert_eq!((h.sk.icsk_ca_state, h.sk.prior_cwnd), (CaState::Open, 0));
+        assert_eq!((h.cc.st.shadow_wnd, h.cc.st.backoff_cnt), (100, 1));
 
         // ACKs up to the backoff's snd_nxt: no growth (100 segments acked
         // at cwnd 70 would add one), no round, but RTT samples still count.
-        ack(&mut c, &mut sk, 11_000, 2);
+        h.acked(2, 11_000);
         for a in [200_000, 289_602] {
-            c.cong_avoid(&mut sk, a, 100);
-            assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (70, 0), "ack {a}");
-            assert!(c.st.own.in_cwr);
+            h.cong_avoid(a, 100);
+            assert_eq!((h.sk.snd_cwnd, h.sk.snd_cwnd_cnt), (70, 0), "ack {a}");
+            assert!(h.cc.st.own.in_cwr);
         }
         assert_eq!(
-            c.st.rtt,
+            h.cc.st.rtt,
             CdgMinMax {
                 min: 11_000,
                 max: 11_000
             }
         );
-        assert_eq!(c.st.rtt_seq, 289_602);
+        assert_eq!(h.cc.st.rtt_seq, 289_602);
 
         // The next ACK ends it as tcp_end_cwnd_reduction() does: cwnd to
         // ssthresh (the core had lowered it to 60), COMPLETE_CWR (state
         // UNKNOWN, the round restarts from snd_nxt), then this ACK's own
         // congestion avoidance.
-        sk.snd_cwnd = 60;
-        sk.snd_nxt = 500_000;
-        sk.set_clock(2_100_000);
-        c.cong_avoid(&mut sk, 289_603, 1);
-        assert!(!c.st.own.in_cwr);
-        assert_eq!(c.st.state, CDG_UNKNOWN);
-        assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (70, 1));
-        assert_eq!(sk.snd_cwnd_stamp, sk.jiffies);
-        assert_eq!(c.st.rtt_seq, 500_000);
+        h.sk.snd_cwnd = 60;
+        h.sk.snd_nxt = 500_000;
+        h.at(2_100_000);
+        h.cong_avoid(289_603, 1);
+        assert!(!h.cc.st.own.in_cwr);
+        assert_eq!(h.cc.st.state, CDG_UNKNOWN);
+        assert_eq!((h.sk.snd_cwnd, h.sk.snd_cwnd_cnt), (70, 1));
+        assert_eq!(h.sk.snd_cwnd_stamp, h.sk.jiffies);
+        assert_eq!(h.cc.st.rtt_seq, 500_000);
         assert_eq!(
-            c.st.rtt_prev,
+            h.cc.st.rtt_prev,
             CdgMinMax {
                 min: 11_000,
                 max: 11_000
             }
         );
-        assert_eq!(c.st.rtt, CdgMinMax::default());
+        assert_eq!(h.cc.st.rtt, CdgMinMax::default());
         // Growth is Reno's again: 69 more segments make 71.
-        c.cong_avoid(&mut sk, 289_604, 69);
-        assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (71, 0));
+        h.cong_avoid(289_604, 69);
+        assert_eq!((h.sk.snd_cwnd, h.sk.snd_cwnd_cnt), (71, 0));
     }
 
     #[test]
     fn own_and_kernel_cwr_set_the_same_threshold_and_differ_in_the_window() {
-        let (kc, ksk) = back_off(CdgParams::default());
-        let (oc, osk) = back_off(own());
+        let Harness { cc: kc, sk: ksk } = back_off(CdgParams::default());
+        let Harness { cc: oc, sk: osk } = back_off(own());
         assert_eq!(ksk.snd_ssthresh, osk.snd_ssthresh);
         assert_eq!((ksk.snd_cwnd, osk.snd_cwnd), (100, 70));
         assert_eq!(
@@ -1093,50 +1081,50 @@ mod tests {
 
     #[test]
     fn a_loss_inside_own_cwr_keeps_the_backoffs_threshold() {
-        let (mut c, mut sk) = back_off(own());
+        let mut h = back_off(own());
         // The core enters Recovery: its tcp_init_cwnd_reduction() asks.
-        assert_eq!(c.ssthresh(&mut sk), 70, "not 70 * 724 >> 10 = 49");
-        assert!(!c.st.own.in_cwr);
-        assert_eq!(c.st.shadow_wnd, 100, "a loss did not halve the shadow");
+        assert_eq!(h.ssthresh(), 70, "not 70 * 724 >> 10 = 49");
+        assert!(!h.cc.st.own.in_cwr);
+        assert_eq!(h.cc.st.shadow_wnd, 100, "a loss did not halve the shadow");
         // The core's reduction owns the window now: cong_avoid grows again
         // once the core calls it.
-        sk.icsk_ca_state = CaState::Recovery;
-        c.cwnd_event(&mut sk, CaEvent::CompleteCwr);
-        sk.icsk_ca_state = CaState::Open;
-        sk.snd_cwnd = 70;
-        sk.snd_cwnd_cnt = 69;
-        c.cong_avoid(&mut sk, 1, 1);
-        assert_eq!(sk.snd_cwnd, 71);
+        h.sk.icsk_ca_state = CaState::Recovery;
+        h.event(CaEvent::CompleteCwr);
+        h.sk.icsk_ca_state = CaState::Open;
+        h.sk.snd_cwnd = 70;
+        h.sk.snd_cwnd_cnt = 69;
+        h.cong_avoid(1, 1);
+        assert_eq!(h.sk.snd_cwnd, 71);
         // A second loss is CDG's ordinary one.
-        c.st.state = CDG_UNKNOWN;
-        assert_eq!(c.ssthresh(&mut sk), 50, "the shadow, halved");
+        h.cc.st.state = CDG_UNKNOWN;
+        assert_eq!(h.ssthresh(), 50, "the shadow, halved");
     }
 
     #[test]
     fn own_cwr_is_entered_once_and_not_inside_the_cores_reduction() {
         for state in [CaState::Cwr, CaState::Recovery, CaState::Loss] {
-            let (mut c, mut sk) = cdg(own());
-            sk.icsk_ca_state = state;
-            sk.snd_ssthresh = 80;
-            c.st.state = CDG_BACKOFF;
-            c.enter_own_cwr(&mut sk);
-            assert_eq!((sk.snd_cwnd, sk.snd_ssthresh), (100, 80), "{state:?}");
-            assert!(!c.st.own.in_cwr);
+            let mut h = cdg(own());
+            h.sk.icsk_ca_state = state;
+            h.sk.snd_ssthresh = 80;
+            h.cc.st.state = CDG_BACKOFF;
+            h.cc.enter_own_cwr(&mut h.sk);
+            assert_eq!((h.sk.snd_cwnd, h.sk.snd_ssthresh), (100, 80), "{state:?}");
+            assert!(!h.cc.st.own.in_cwr);
         }
-        let (mut c, mut sk) = back_off(own());
-        sk.snd_nxt = 1;
-        c.enter_own_cwr(&mut sk);
-        assert_eq!((sk.snd_cwnd, c.st.own.cwr_high_seq), (70, 289_602));
+        let mut h = back_off(own());
+        h.sk.snd_nxt = 1;
+        h.cc.enter_own_cwr(&mut h.sk);
+        assert_eq!((h.sk.snd_cwnd, h.cc.st.own.cwr_high_seq), (70, 289_602));
     }
 
     #[test]
     fn restart_after_idle_keeps_the_own_cwr() {
-        let (mut c, mut sk) = back_off(own());
-        sk.snd_nxt = 999;
-        c.cwnd_event(&mut sk, CaEvent::CwndRestart);
-        assert_eq!((c.st.own.in_cwr, c.st.own.cwr_high_seq), (true, 289_602));
+        let mut h = back_off(own());
+        h.sk.snd_nxt = 999;
+        h.event(CaEvent::CwndRestart);
+        assert_eq!((h.cc.st.own.in_cwr, h.cc.st.own.cwr_high_seq), (true, 289_602));
         assert_eq!(
-            (c.st.state, c.st.rtt_seq, c.st.backoff_cnt),
+            (h.cc.st.state, h.cc.st.rtt_seq, h.cc.st.backoff_cnt),
             (CDG_UNKNOWN, 999, 0)
         );
     }

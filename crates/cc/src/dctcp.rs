@@ -325,134 +325,129 @@ impl CongestionControl for Dctcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{Harness, Setup};
 
-    fn sock() -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.ecn_flags = TCP_ECN_OK;
-        sk
+    /// `d` on a connection that negotiated ECN, not yet initialised.
+    fn dctcp(d: Dctcp) -> Harness<Dctcp> {
+        Harness::new(d, Sock::new(1000).ecn())
     }
 
     /// Ends a window in which `delivered` segments arrived, `ce` of them
     /// echoed with ECE.
-    fn window(d: &mut Dctcp, sk: &mut Sock, delivered: u32, ce: u32) {
-        sk.delivered += delivered;
-        sk.delivered_ce += ce;
-        sk.snd_una = d.st.next_seq;
-        sk.snd_nxt = sk.snd_una + 100 * 1448;
-        d.in_ack_event(sk, 0);
+    fn window(h: &mut Harness<Dctcp>, delivered: u32, ce: u32) {
+        h.sk.delivered += delivered;
+        h.sk.delivered_ce += ce;
+        h.sk.snd_una = h.cc.st.next_seq;
+        h.sk.snd_nxt = h.sk.snd_una + 100 * 1448;
+        h.in_ack_event(0);
     }
 
     #[test]
     fn alpha_is_an_ewma_of_the_marked_fraction_with_gain_one_sixteenth() {
-        let mut d = Dctcp::default();
-        let mut sk = sock();
-        d.init(&mut sk);
-        assert_eq!(d.st.dctcp_alpha, 1024);
+        let mut h = dctcp(Dctcp::default());
+        h.init();
+        assert_eq!(h.cc.st.dctcp_alpha, 1024);
         // No marks: alpha -= alpha >> 4 each window.
-        window(&mut d, &mut sk, 100, 0);
-        assert_eq!(d.st.dctcp_alpha, 960);
-        window(&mut d, &mut sk, 100, 0);
-        assert_eq!(d.st.dctcp_alpha, 900);
+        window(&mut h, 100, 0);
+        assert_eq!(h.cc.st.dctcp_alpha, 960);
+        window(&mut h, 100, 0);
+        assert_eq!(h.cc.st.dctcp_alpha, 900);
         // 25 of 100 marked: 900 - 56 + (25 << 6) / 100 = 844 + 16 = 860.
-        window(&mut d, &mut sk, 100, 25);
-        assert_eq!(d.st.dctcp_alpha, 860);
+        window(&mut h, 100, 25);
+        assert_eq!(h.cc.st.dctcp_alpha, 860);
         // All marked: 860 - 53 + 64 = 871.
-        window(&mut d, &mut sk, 100, 100);
-        assert_eq!(d.st.dctcp_alpha, 871);
+        window(&mut h, 100, 100);
+        assert_eq!(h.cc.st.dctcp_alpha, 871);
         // Below 16, alpha >> 4 is zero and min_not_zero takes all of it.
-        d.st.dctcp_alpha = 15;
-        window(&mut d, &mut sk, 100, 0);
-        assert_eq!(d.st.dctcp_alpha, 0);
+        h.cc.st.dctcp_alpha = 15;
+        window(&mut h, 100, 0);
+        assert_eq!(h.cc.st.dctcp_alpha, 0);
         // A single marked packet in ten: 0 + (1 << 6) / 10 = 6.
-        window(&mut d, &mut sk, 10, 1);
-        assert_eq!(d.st.dctcp_alpha, 6);
+        window(&mut h, 10, 1);
+        assert_eq!(h.cc.st.dctcp_alpha, 6);
     }
 
     #[test]
     fn alpha_only_moves_once_per_window() {
-        let mut d = Dctcp::default();
-        let mut sk = sock();
-        sk.snd_nxt = 50 * 1448;
-        d.init(&mut sk);
-        sk.snd_una = 10 * 1448;
-        sk.delivered = 10;
-        sk.delivered_ce = 10;
-        d.in_ack_event(&mut sk, 0);
-        assert_eq!(d.st.dctcp_alpha, 1024);
-        assert_eq!(d.st.old_delivered, 0);
-        sk.snd_una = 50 * 1448;
-        sk.delivered = 50;
-        d.in_ack_event(&mut sk, 0);
+        let mut h = dctcp(Dctcp::default());
+        h.sk.snd_nxt = 50 * 1448;
+        h.init();
+        h.sk.snd_una = 10 * 1448;
+        h.sk.delivered = 10;
+        h.sk.delivered_ce = 10;
+        h.in_ack_event(0);
+        assert_eq!(h.cc.st.dctcp_alpha, 1024);
+        assert_eq!(h.cc.st.old_delivered, 0);
+        h.sk.snd_una = 50 * 1448;
+        h.sk.delivered = 50;
+        h.in_ack_event(0);
         // 1024 - 64 + (10 << 6) / 50 = 960 + 12.
-        assert_eq!(d.st.dctcp_alpha, 972);
-        assert_eq!((d.st.old_delivered, d.st.old_delivered_ce), (50, 10));
+        assert_eq!(h.cc.st.dctcp_alpha, 972);
+        assert_eq!((h.cc.st.old_delivered, h.cc.st.old_delivered_ce), (50, 10));
     }
 
     #[test]
     fn shift_g_sets_the_gain() {
-        let mut d = Dctcp::new(DctcpParams {
+        let mut h = dctcp(Dctcp::new(DctcpParams {
             shift_g: 0,
             alpha_on_init: 300,
-        });
-        let mut sk = sock();
-        d.init(&mut sk);
-        assert_eq!(d.st.dctcp_alpha, 300);
+        }));
+        h.init();
+        assert_eq!(h.cc.st.dctcp_alpha, 300);
         // g = 1: alpha becomes F exactly. 3 of 4 marked: (3 << 10) / 4.
-        window(&mut d, &mut sk, 4, 3);
-        assert_eq!(d.st.dctcp_alpha, 768);
-        let mut d = Dctcp::new(DctcpParams {
+        window(&mut h, 4, 3);
+        assert_eq!(h.cc.st.dctcp_alpha, 768);
+        h.cc = Dctcp::new(DctcpParams {
             shift_g: 4,
             alpha_on_init: 5000,
         });
-        d.init(&mut sk);
-        assert_eq!(d.st.dctcp_alpha, 1024, "capped at DCTCP_MAX_ALPHA");
+        h.init();
+        assert_eq!(h.cc.st.dctcp_alpha, 1024, "capped at DCTCP_MAX_ALPHA");
     }
 
     #[test]
     fn ssthresh_backs_off_by_half_alpha_and_loss_halves() {
-        let mut d = Dctcp::default();
-        let mut sk = sock();
-        d.init(&mut sk);
-        sk.snd_cwnd = 100;
+        let mut h = dctcp(Dctcp::default());
+        h.init();
+        h.sk.snd_cwnd = 100;
         // alpha = 1024: 100 - 100 * 1024 / 2048 = 50.
-        assert_eq!(d.ssthresh(&mut sk), 50);
-        d.st.dctcp_alpha = 100;
+        assert_eq!(h.ssthresh(), 50);
+        h.cc.st.dctcp_alpha = 100;
         // 100 - (10000 >> 11) = 100 - 4.
-        assert_eq!(d.ssthresh(&mut sk), 96);
-        assert_eq!(d.st.loss_cwnd, 100);
-        d.st.dctcp_alpha = 0;
-        sk.snd_cwnd = 2;
-        assert_eq!(d.ssthresh(&mut sk), 2);
+        assert_eq!(h.ssthresh(), 96);
+        assert_eq!(h.cc.st.loss_cwnd, 100);
+        h.cc.st.dctcp_alpha = 0;
+        h.sk.snd_cwnd = 2;
+        assert_eq!(h.ssthresh(), 2);
         // Entering Recovery from Open halves regardless of alpha.
-        sk.snd_cwnd = 80;
-        sk.snd_ssthresh = 79;
-        d.set_state(&mut sk, CaState::Recovery);
-        assert_eq!(sk.snd_ssthresh, 40);
+        h.sk.snd_cwnd = 80;
+        h.sk.snd_ssthresh = 79;
+        h.set_state(CaState::Recovery);
+        assert_eq!(h.sk.snd_ssthresh, 40);
         // Already in Recovery: no second reaction.
-        sk.icsk_ca_state = CaState::Recovery;
-        sk.snd_cwnd = 60;
-        d.set_state(&mut sk, CaState::Recovery);
-        assert_eq!(sk.snd_ssthresh, 40);
+        h.sk.icsk_ca_state = CaState::Recovery;
+        h.sk.snd_cwnd = 60;
+        h.set_state(CaState::Recovery);
+        assert_eq!(h.sk.snd_ssthresh, 40);
         // RTO.
-        d.cwnd_event(&mut sk, CaEvent::Loss);
-        assert_eq!((sk.snd_ssthresh, d.st.loss_cwnd), (30, 60));
-        sk.snd_cwnd = 1;
-        assert_eq!(d.undo_cwnd(&mut sk), 60);
+        h.event(CaEvent::Loss);
+        assert_eq!((h.sk.snd_ssthresh, h.cc.st.loss_cwnd), (30, 60));
+        h.sk.snd_cwnd = 1;
+        assert_eq!(h.undo(), 60);
     }
 
     #[test]
     fn without_ecn_it_is_reno() {
-        let mut d = Dctcp::default();
-        let mut sk = Sock::new(1000);
-        d.init(&mut sk);
-        assert!(d.is_fallback());
-        sk.snd_cwnd = 100;
-        assert_eq!(d.ssthresh(&mut sk), 50);
-        d.cwnd_event(&mut sk, CaEvent::EcnIsCe);
-        assert_eq!(sk.ecn_flags, 0);
-        sk.prior_cwnd = 70;
-        sk.snd_ssthresh = 10;
-        assert_eq!(d.undo_cwnd(&mut sk), 100);
+        let mut h = Harness::new(Dctcp::default(), Sock::new(1000));
+        h.init();
+        assert!(h.cc.is_fallback());
+        h.sk.snd_cwnd = 100;
+        assert_eq!(h.ssthresh(), 50);
+        h.event(CaEvent::EcnIsCe);
+        assert_eq!(h.sk.ecn_flags, 0);
+        h.sk.prior_cwnd = 70;
+        h.sk.snd_ssthresh = 10;
+        assert_eq!(h.undo(), 100);
     }
 
     #[test]
@@ -495,20 +490,19 @@ mod tests {
         assert_eq!((ce, prior), (0, 4));
 
         // The hook form keeps the same state in the socket.
-        let mut d = Dctcp::default();
-        let mut sk = sock();
-        d.init(&mut sk);
-        sk.rcv_nxt = 7;
-        sk.icsk_ack_pending = ICSK_ACK_TIMER;
-        d.cwnd_event(&mut sk, CaEvent::EcnIsCe);
-        assert_eq!(sk.ecn_flags, TCP_ECN_OK | TCP_ECN_DEMAND_CWR);
-        assert_eq!(sk.icsk_ack_pending, ICSK_ACK_TIMER | ICSK_ACK_NOW);
-        assert_eq!((d.st.ce_state, d.st.prior_rcv_nxt), (1, 7));
+        let mut h = dctcp(Dctcp::default());
+        h.init();
+        h.sk.rcv_nxt = 7;
+        h.sk.icsk_ack_pending = ICSK_ACK_TIMER;
+        h.event(CaEvent::EcnIsCe);
+        assert_eq!(h.sk.ecn_flags, TCP_ECN_OK | TCP_ECN_DEMAND_CWR);
+        assert_eq!(h.sk.icsk_ack_pending, ICSK_ACK_TIMER | ICSK_ACK_NOW);
+        assert_eq!((h.cc.st.ce_state, h.cc.st.prior_rcv_nxt), (1, 7));
         // Flipped back by a packet that left rcv_nxt at 7: the delayed
         // ACK flushed for rcv_nxt 7 is an ordinary ACK, which clears what
         // was pending; then the flip asks for an ACK now.
-        d.cwnd_event(&mut sk, CaEvent::EcnNoCe);
-        assert_eq!(sk.ecn_flags, TCP_ECN_OK);
-        assert_eq!(sk.icsk_ack_pending, ICSK_ACK_NOW);
+        h.event(CaEvent::EcnNoCe);
+        assert_eq!(h.sk.ecn_flags, TCP_ECN_OK);
+        assert_eq!(h.sk.icsk_ack_pending, ICSK_ACK_NOW);
     }
 }

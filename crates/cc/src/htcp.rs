@@ -349,12 +349,7 @@ impl CongestionControl for Htcp {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sock_at(ms: u64) -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.set_clock(ms * 1000);
-        sk
-    }
+    use crate::harness::{Harness, Setup};
 
     #[test]
     fn alpha_grows_quadratically_after_the_first_second() {
@@ -362,29 +357,29 @@ mod tests {
             use_rtt_scaling: false,
             use_bandwidth_switch: true,
         });
-        let sk = sock_at(10_000);
+        let sk = Sock::new(1000).at(10_000_000);
         h.init(&mut sk.clone());
         // Less than HZ since the event: factor 1, alpha = 2 * 1 * (128 - 64).
-        h.alpha_update(&sock_at(10_999));
+        h.alpha_update(&Sock::new(1000).at(10_999_000));
         assert_eq!(h.state().alpha, 128);
         // 3 s: diff = 2000 jiffies past the first second:
         // factor = 1 + (10 * 2000 + 1000 * 1000 / 1000) / 1000 = 22.
-        h.alpha_update(&sock_at(13_000));
+        h.alpha_update(&Sock::new(1000).at(13_000_000));
         assert_eq!(h.state().alpha, 2 * 22 * 64);
     }
 
     #[test]
     fn rtt_scaling_divides_alpha_by_the_rtt_in_tenths_of_a_second() {
         let mut h = Htcp::default();
-        h.init(&mut sock_at(0));
+        h.init(&mut Sock::new(1000).at(0));
         // minRTT 200 jiffies (200 ms at HZ=1000): scale = 8000 / 2000 = 4
         // (0.5 after << 3): factor 1 -> 8 / 4 = 2: alpha 2 * 2 * 64.
         h.st.minRTT = 200;
-        h.alpha_update(&sock_at(500));
+        h.alpha_update(&Sock::new(1000).at(500_000));
         assert_eq!(h.state().alpha, 256);
         // 10 ms: scale 80 (capped at 10): factor 8 / 80 = 0 -> 1.
         h.st.minRTT = 10;
-        h.alpha_update(&sock_at(500));
+        h.alpha_update(&Sock::new(1000).at(500_000));
         assert_eq!(h.state().alpha, 128);
     }
 
@@ -394,7 +389,7 @@ mod tests {
             use_rtt_scaling: true,
             use_bandwidth_switch: false,
         });
-        let sk = sock_at(0);
+        let sk = Sock::new(1000).at(0);
         h.init(&mut sk.clone());
         // The first event only switches modes on: beta 0.5.
         h.beta_update(&sk, 40, 60);
@@ -413,7 +408,7 @@ mod tests {
     #[test]
     fn a_bandwidth_change_resets_beta_to_half() {
         let mut h = Htcp::default();
-        let sk = sock_at(0);
+        let sk = Sock::new(1000).at(0);
         h.init(&mut sk.clone());
         h.st.modeswitch = 1;
         h.st.maxB = 1000;
@@ -428,11 +423,10 @@ mod tests {
 
     #[test]
     fn ssthresh_applies_beta() {
-        let mut h = Htcp::default();
-        let mut sk = sock_at(0);
-        h.init(&mut sk);
-        sk.snd_cwnd = 100;
+        let mut h = Harness::new(Htcp::default(), Sock::new(1000));
+        h.init();
+        h.sk.snd_cwnd = 100;
         // First event: beta 0.5.
-        assert_eq!(h.ssthresh(&mut sk), 50);
+        assert_eq!(h.ssthresh(), 50);
     }
 }

@@ -188,15 +188,7 @@ impl Hystart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sock::TCP_INFINITE_SSTHRESH;
-
-    fn sock_at(now_us: u64, cwnd: u32) -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.set_clock(now_us);
-        sk.snd_cwnd = cwnd;
-        sk.snd_ssthresh = TCP_INFINITE_SSTHRESH;
-        sk
-    }
+    use crate::harness::Setup;
 
     #[test]
     fn delay_threshold_is_an_eighth_clamped_to_4_and_16_ms() {
@@ -221,7 +213,7 @@ mod tests {
         let cfg = HystartConfig::default();
         let mut h = Hystart::default();
         let delay_min = 10_000; // 10 ms path, no pacing rate: threshold 5 ms.
-        let mut sk = sock_at(1_000_000, 32);
+        let mut sk = Sock::new(1000).at(1_000_000).cwnd(32);
         sk.snd_nxt = 1000;
         h.start_round(&sk);
         // ACKs every 1 ms (a train): the 5th is 5 ms in (not > 5 ms)...
@@ -244,7 +236,7 @@ mod tests {
             ..Default::default()
         };
         let mut h = Hystart::default();
-        let mut sk = sock_at(0, 32);
+        let mut sk = Sock::new(1000).at(0).cwnd(32);
         h.start_round(&sk);
         // Spacing of 2.5 ms > ack_delta 2 ms: never a train.
         for i in 1..20 {
@@ -262,7 +254,7 @@ mod tests {
             ..Default::default()
         };
         let mut h = Hystart::default();
-        let mut sk = sock_at(0, 20);
+        let mut sk = Sock::new(1000).at(0).cwnd(20);
         h.start_round(&sk);
         // Base 40 ms: threshold max(4 ms, 5 ms) = 5 ms; samples of 45.001 ms.
         for _ in 0..8 {
@@ -274,7 +266,7 @@ mod tests {
         assert_eq!(sk.snd_ssthresh, 20);
         // Exactly at the threshold does not trigger.
         let mut h = Hystart::default();
-        let mut sk = sock_at(0, 20);
+        let mut sk = Sock::new(1000).at(0).cwnd(20);
         h.start_round(&sk);
         for _ in 0..20 {
             h.update(&cfg, &mut sk, 40_000, 45_000);
@@ -286,7 +278,7 @@ mod tests {
     fn below_low_window_only_rounds_are_tracked() {
         let cfg = HystartConfig::default();
         let mut h = Hystart::default();
-        let mut sk = sock_at(0, 8);
+        let mut sk = Sock::new(1000).at(0).cwnd(8);
         sk.snd_nxt = 500;
         h.start_round(&sk);
         sk.snd_una = 501;

@@ -224,14 +224,8 @@ impl HystartPP {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Setup;
     use crate::sock::TCP_INFINITE_SSTHRESH;
-
-    fn sock() -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.snd_cwnd = 10;
-        sk.snd_ssthresh = TCP_INFINITE_SSTHRESH;
-        sk
-    }
 
     /// Runs one round: `n` ACKs with the given RTT, each ACKing one segment,
     /// then moves snd_una past the round's end.
@@ -255,7 +249,7 @@ mod tests {
     #[test]
     fn grows_like_slow_start_with_l_limit_when_unpaced() {
         let mut h = HystartPP::default();
-        let mut sk = sock();
+        let mut sk = Sock::new(1000).cwnd(10);
         assert_eq!(h.slow_start(&mut sk, 20), 0);
         assert_eq!(sk.snd_cwnd, 18);
         sk.pacing_status = crate::sock::PacingStatus::Needed;
@@ -266,7 +260,7 @@ mod tests {
     #[test]
     fn rtt_rise_enters_css_and_css_grows_at_a_quarter() {
         let mut h = HystartPP::default();
-        let mut sk = sock();
+        let mut sk = Sock::new(1000).cwnd(10);
         round(&mut h, &mut sk, 8, 100_000);
         round(&mut h, &mut sk, 8, 100_000);
         assert_eq!(h.phase, Phase::SlowStart);
@@ -289,7 +283,7 @@ mod tests {
     #[test]
     fn css_ends_in_congestion_avoidance_after_five_rounds() {
         let mut h = HystartPP::default();
-        let mut sk = sock();
+        let mut sk = Sock::new(1000).cwnd(10);
         round(&mut h, &mut sk, 8, 50_000);
         round(&mut h, &mut sk, 8, 60_000);
         assert_eq!(h.phase, Phase::Css);
@@ -308,7 +302,7 @@ mod tests {
     #[test]
     fn rtt_falling_below_baseline_resumes_slow_start() {
         let mut h = HystartPP::default();
-        let mut sk = sock();
+        let mut sk = Sock::new(1000).cwnd(10);
         round(&mut h, &mut sk, 8, 50_000);
         round(&mut h, &mut sk, 8, 60_000);
         assert_eq!(h.phase, Phase::Css);
@@ -320,7 +314,7 @@ mod tests {
     #[test]
     fn loss_ends_hystart_pp_for_good() {
         let mut h = HystartPP::default();
-        let mut sk = sock();
+        let mut sk = Sock::new(1000).cwnd(10);
         h.on_loss();
         sk.snd_ssthresh = 12;
         assert_eq!(h.slow_start(&mut sk, 30), 28);

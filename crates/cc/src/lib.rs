@@ -18,6 +18,8 @@
 //!   struct, its trace columns and replay.
 //! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
+//! - `harness` (tests, and the `harness` feature): one algorithm and its
+//!   connection, driven hook by hook.
 //! - [`rand`]: the seeded generator everything random draws from.
 //!
 //! The crate has no dependencies and reads no clock and no randomness. It is
@@ -36,6 +38,8 @@ pub mod registry;
 
 pub mod aimd;
 pub mod driver;
+#[cfg(any(test, feature = "harness"))]
+pub mod harness;
 pub mod hystart;
 pub mod hystart_pp;
 pub mod minmax;

@@ -236,66 +236,57 @@ impl CongestionControl for Vegas {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{Harness, Setup};
 
-    fn sock(cwnd: u32, ssthresh: u32) -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.snd_cwnd = cwnd;
-        sk.snd_ssthresh = ssthresh;
-        sk.is_cwnd_limited = true;
-        sk
+    /// Vegas on a cwnd-limited connection.
+    fn vegas(cwnd: u32, ssthresh: u32) -> Harness<Vegas> {
+        let sk = Sock::new(1000).cwnd(cwnd).ssthresh(ssthresh).cwnd_limited();
+        Harness::new(Vegas::default(), sk)
     }
 
-    fn round(v: &mut Vegas, sk: &mut Sock, rtts: &[i32], next_ack: u32) {
+    /// A round: one-segment ACKs with these RTTs, then one past its end.
+    fn round(h: &mut Harness<Vegas>, rtts: &[i32], next_ack: u32) {
         for &r in rtts {
-            v.pkts_acked(
-                sk,
-                &AckSample {
-                    pkts_acked: 1,
-                    rtt_us: r,
-                    in_flight: 0,
-                },
-            );
+            h.acked(1, r);
         }
-        v.cong_avoid(sk, next_ack, 1);
+        h.cong_avoid(next_ack, 1);
     }
 
     #[test]
     fn holds_between_alpha_and_beta_packets_queued() {
-        let mut v = Vegas::default();
-        let mut sk = sock(20, 10);
-        v.init(&mut sk);
-        sk.snd_nxt = 1000;
-        v.init(&mut sk);
+        let mut h = vegas(20, 10);
+        h.init();
+        h.sk.snd_nxt = 1000;
+        h.init();
         // Base RTT 10 ms (samples +1 us): 10001.
-        round(&mut v, &mut sk, &[10_000, 10_000, 10_000], 1001);
+        round(&mut h, &[10_000, 10_000, 10_000], 1001);
         // diff = 20 * 0 / 10001 = 0 < alpha: +1.
-        assert_eq!(sk.snd_cwnd, 21);
+        assert_eq!(h.sk.snd_cwnd, 21);
         // Round at 11.5 ms: diff = 21 * 1500 / 10001 = 3: hold.
-        sk.snd_nxt = 2000;
-        round(&mut v, &mut sk, &[11_500, 11_600, 11_550], 2001);
-        assert_eq!(sk.snd_cwnd, 21);
+        h.sk.snd_nxt = 2000;
+        round(&mut h, &[11_500, 11_600, 11_550], 2001);
+        assert_eq!(h.sk.snd_cwnd, 21);
         // Round at 13 ms: diff = 21 * 3000 / 10001 = 6 > beta: -1.
-        sk.snd_nxt = 3000;
-        round(&mut v, &mut sk, &[13_000, 13_100, 13_050], 3001);
-        assert_eq!(sk.snd_cwnd, 20);
+        h.sk.snd_nxt = 3000;
+        round(&mut h, &[13_000, 13_100, 13_050], 3001);
+        assert_eq!(h.sk.snd_cwnd, 20);
         // ssthresh follows: min(ssthresh, cwnd) then current_ssthresh (3/4).
-        assert_eq!(sk.snd_ssthresh, 15);
+        assert_eq!(h.sk.snd_ssthresh, 15);
     }
 
     #[test]
     fn too_few_samples_means_reno_and_slow_start_exits_at_the_actual_rate() {
-        let mut v = Vegas::default();
-        let mut sk = sock(40, u32::MAX >> 1);
-        sk.snd_nxt = 100;
-        v.init(&mut sk);
+        let mut h = vegas(40, u32::MAX >> 1);
+        h.sk.snd_nxt = 100;
+        h.init();
         // Two samples: Reno slow start (+1 for one ACKed).
-        round(&mut v, &mut sk, &[10_000, 20_000], 101);
-        assert_eq!(sk.snd_cwnd, 41);
+        round(&mut h, &[10_000, 20_000], 101);
+        assert_eq!(h.sk.snd_cwnd, 41);
         // Three samples at twice the base RTT: diff = 41 > gamma in slow
         // start: cwnd = min(41, 41 * 10001 / 20001 + 1) = 21.
-        sk.snd_nxt = 200;
-        round(&mut v, &mut sk, &[20_000, 20_000, 20_000], 201);
-        assert_eq!(sk.snd_cwnd, 21);
-        assert_eq!(sk.snd_ssthresh, 21);
+        h.sk.snd_nxt = 200;
+        round(&mut h, &[20_000, 20_000, 20_000], 201);
+        assert_eq!(h.sk.snd_cwnd, 21);
+        assert_eq!(h.sk.snd_ssthresh, 21);
     }
 }
