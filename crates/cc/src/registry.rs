@@ -204,3 +204,34 @@ macro_rules! algorithms {
         }
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::CongestionControl;
+    use crate::{Algorithm, ALGORITHMS};
+    use alloc::vec::Vec;
+
+    #[test]
+    fn every_registered_algorithm_is_declared_consistently() {
+        for (i, info) in ALGORITHMS.iter().enumerate() {
+            assert!(
+                ALGORITHMS[..i].iter().all(|a| a.name != info.name),
+                "{} registered twice",
+                info.name
+            );
+            let a: Algorithm = info.name.parse().unwrap();
+            assert_eq!(a.name(), info.name);
+            assert_eq!(a.spec(), info.name, "defaults print as the bare name");
+            assert!(!a.reads().is_empty(), "{} lists what it reads", info.name);
+            for alias in info.aliases {
+                assert_eq!(alias.parse::<Algorithm>().unwrap(), a);
+            }
+            // What a replay copies from a trace is a member it names.
+            let mut names = Vec::new();
+            a.visit_ca(&mut |n, _| names.push(n));
+            for r in a.drawn_at_random() {
+                assert!(names.contains(r), "{}: {r} is not a member", info.name);
+            }
+        }
+    }
+}

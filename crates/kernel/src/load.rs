@@ -223,22 +223,18 @@ impl Places {
     fn write(&self, open: &mut OpenObject, name: &str) -> Result<(), Error> {
         for mut map in open.maps_mut() {
             if map.map_type() == MapType::StructOps {
-                let ops = map
-                    .initial_value_mut()
-                    .ok_or_else(|| no_data(name, "struct_ops"))?;
+                let ops = map.initial_value_mut().ok_or_else(|| no_ops(name))?;
                 let field = ops
                     .get_mut(self.name_at..self.name_at + CA_NAME_BYTES)
-                    .ok_or_else(|| no_data(name, "struct_ops"))?;
+                    .ok_or_else(|| no_ops(name))?;
                 field.fill(0);
                 let n = name.len().min(CA_NAME_BYTES - 1);
                 field[..n].copy_from_slice(&name.as_bytes()[..n]);
             } else if map.name().to_string_lossy().ends_with(".rodata") {
-                let data = map
-                    .initial_value_mut()
-                    .ok_or_else(|| no_data(name, "read-only"))?;
+                let data = map.initial_value_mut().ok_or_else(|| no_rodata(name))?;
                 for &(at, value) in &self.params {
                     data.get_mut(at..at + 4)
-                        .ok_or_else(|| no_data(name, "read-only"))?
+                        .ok_or_else(|| no_rodata(name))?
                         .copy_from_slice(&value.to_ne_bytes());
                 }
             }
@@ -273,9 +269,15 @@ fn parameters(btf: &Btf<'_>) -> Vec<(String, usize, usize)> {
         .collect()
 }
 
-fn no_data(name: &str, what: &str) -> Error {
+fn no_rodata(name: &str) -> Error {
     Error(format!(
-        "cannot set {name}'s {what} data: libbpf did not map it in the program's object"
+        "cannot set {name}'s parameters: libbpf did not map the program's read-only data"
+    ))
+}
+
+fn no_ops(name: &str) -> Error {
+    Error(format!(
+        "cannot name {name}: libbpf did not map the program's struct_ops data"
     ))
 }
 
