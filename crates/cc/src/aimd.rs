@@ -9,7 +9,7 @@ use crate::sock::{Field, Sock};
 
 /// The connection fields the helpers below read, in the order algorithms
 /// list them: an algorithm that calls them reads these, and lists them with
-/// [`reads!`] before its own.
+/// `reads!` before its own.
 pub const AIMD_READS: &[Field] = &[
     Field::snd_cwnd,
     Field::snd_ssthresh,

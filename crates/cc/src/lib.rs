@@ -12,10 +12,13 @@
 //! - [`aimd`]: slow start and additive increase, shared by every algorithm.
 //! - [`hystart`], [`hystart_pp`]: slow-start exits algorithms opt into.
 //! - [`reno`], [`cubic`], [`bbr`], [`cdg`], [`vegas`], [`htcp`], [`dctcp`]: the
-//!   algorithms; [`minmax`]: the
-//!   windowed min/max filter BBR keeps its estimates in.
-//! - [`state`]: each algorithm's private state, declared once for its
-//!   struct, its trace columns and replay.
+//!   algorithms, each registered by one line of `algorithms!` below;
+//!   [`minmax`]: the windowed min/max filter BBR keeps its estimates in.
+//! - [`registry`]: what an algorithm's file declares about it ([`Declared`])
+//!   and what the registration line makes of it ([`Algorithm`],
+//!   [`ALGORITHMS`]).
+//! - [`params`], [`state`]: each algorithm's parameters and private state,
+//!   declared once for parsing, printing, traces, replay and its BPF port.
 //! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
 //! - `harness` (tests, and the `harness` feature): one algorithm and its

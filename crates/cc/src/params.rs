@@ -1,7 +1,7 @@
 //! Algorithm parameters as values: parsed from `key=value` pairs of a spec,
 //! printed back in canonical form (only what differs from the default).
 //!
-//! An algorithm declares its parameters once, with [`params!`]: the key
+//! An algorithm declares its parameters once, with `params!`: the key
 //! (which is also the field's name and the name of the BPF port's
 //! `const volatile` that holds it), the type, the default, the accepted
 //! values, the help line `kleinrock algorithms` prints and the token a

@@ -3,7 +3,7 @@
 //!
 //! An algorithm's file implements [`Declared`]: its name, aliases and
 //! summary, its parameter struct (from `params!`), and how to build it from
-//! its parameters. [`algorithms!`] takes the list of `module::Type` and
+//! its parameters. `algorithms!` takes the list of `module::Type` and
 //! writes what needs the whole list: the modules, the [`crate::Algorithm`]
 //! enum the specs parse into (a match, not a vtable, so the simulator's
 //! per-ACK calls inline), `dispatch!` over it, [`crate::ALGORITHMS`] (what

@@ -4,7 +4,7 @@
 //! Traces name every member of the private struct (`pre_ca_<member>`,
 //! `post_ca_<member>`), replay compares them and takes some back from a
 //! trace, and the BPF ports lay out the same members for the kernel tracer
-//! to name from BTF. [`private_state!`] writes the struct from one
+//! to name from BTF. `private_state!` writes the struct from one
 //! declaration and derives the rest from it, so a member is named once:
 //!
 //! ```text
@@ -64,7 +64,7 @@ impl Member for bool {
     }
 }
 
-/// What [`private_state!`] derives for a struct.
+/// What `private_state!` derives for a struct.
 pub trait PrivateState {
     /// The members as traces name them, in the order of the kernel's
     /// struct.

@@ -2,9 +2,10 @@
 //! which parameters, under which name.
 //!
 //! Specs are `kleinrock-cc`'s (`cubic:hystart=off:beta=768`), parsed by
-//! [`kleinrock_cc::spec::Algorithm`], so the kernel accepts exactly what the
-//! simulator and the replayer accept, and refuses in a sentence what has no
-//! BPF port yet.
+//! [`kleinrock_cc::Algorithm`], so the kernel accepts exactly what the
+//! simulator and the replayer accept; the port is the program named after
+//! the algorithm (`src/bpf/<algorithm>.bpf.c`), and loading one this build
+//! lacks is refused in a sentence.
 //!
 //! Names: the kernel keys congestion controls by a name of at most 15 bytes
 //! (`TCP_CA_NAME_MAX` is 16 with the NUL). A default spec loads as
