@@ -239,22 +239,46 @@ pub(crate) use param_enum;
 /// Declares a parameter struct and derives [`Params`] for it (see the
 /// module's documentation). Every parameter ends with a comma.
 macro_rules! params {
-    // A parameter: a field of the struct.
+    // A parameter, a field of the struct. Its clauses are read here, once,
+    // into what the rules below need: the accepted values as printed, the
+    // parser, the validity test, the help, the token, and the value the port
+    // always runs (none if it has a variable for it).
     (@decl $head:tt [$($fields:tt)*] [$($defaults:tt)*] [$($params:tt)*]
-        $(#[$doc:meta])* $key:ident : $t:ty { default: $default:expr, $($opts:tt)* },
+        $(#[$doc:meta])* $key:ident : $t:ty {
+            default: $default:expr,
+            $(values: $values:literal,)?
+            $(range: $lo:literal ..= $hi:literal,)?
+            $(parse: $parse:expr,)?
+            $(check: $check:expr,)?
+            help: $help:literal,
+            $(token: $token:expr,)?
+            $(ported: $ported:expr,)?
+        },
         $($rest:tt)*) => {
         $crate::params::params!(@decl $head
             [$($fields)* $(#[$doc])* pub $key: $t,]
             [$($defaults)* $key: $default,]
-            [$($params)* (param $key $t { $($opts)* })]
+            [$($params)* (param $key [$t]
+                [$crate::params::params!(@first
+                    $($values,)? $(concat!($lo, "..", $hi),)?
+                    <$t as $crate::params::ParamValue>::VALUES)]
+                [$crate::params::params!(@first
+                    $($parse,)? <$t as $crate::params::ParamValue>::parse)]
+                [|_v: &$t| true $(&& ($lo..=$hi).contains(_v))? $(&& $check(*_v))?]
+                $help
+                [$crate::params::params!(@first $($token,)? $crate::params::Token::None)]
+                [$($ported)?])]
             $($rest)*);
     };
     // Another key for a parameter: it sets `target` and is never printed.
     (@decl $head:tt $fields:tt $defaults:tt [$($params:tt)*]
-        $(#[$doc:meta])* $key:ident : $t:ty => $target:ident { $($opts:tt)* },
+        $(#[$doc:meta])* $key:ident : $t:ty => $target:ident {
+            map: $map:expr,
+            help: $help:literal,
+        },
         $($rest:tt)*) => {
         $crate::params::params!(@decl $head $fields $defaults
-            [$($params)* (alias $key $target $t { $($opts)* })]
+            [$($params)* (alias $key $target [$t] [$map] $help)]
             $($rest)*);
     };
     (@decl [$(#[$meta:meta])* $vis:vis struct $name:ident] [$($fields:tt)*] [$($defaults:tt)*]
@@ -300,24 +324,16 @@ macro_rules! params {
         }
     };
 
-    (@info (param $key:ident $t:ty {
-        $(values: $values:literal,)?
-        $(range: $lo:literal ..= $hi:literal,)?
-        $(parse: $parse:expr,)?
-        $(check: $check:expr,)?
-        help: $help:literal,
-        $(token: $token:expr,)?
-        $(ported: $ported:expr,)?
-    })) => {
+    (@info (param $key:ident $t:tt [$($values:tt)*] $parse:tt $valid:tt $help:literal
+        [$($token:tt)*] $ported:tt)) => {
         $crate::params::ParamInfo {
             key: stringify!($key),
-            values: $crate::params::params!(@first
-                $($values,)? $(concat!($lo, "..", $hi),)? <$t as $crate::params::ParamValue>::VALUES),
+            values: $($values)*,
             help: $help,
-            token: $crate::params::params!(@first $($token,)? $crate::params::Token::None),
+            token: $($token)*,
         }
     };
-    (@info (alias $key:ident $target:ident $t:ty { map: $map:expr, help: $help:literal, })) => {
+    (@info (alias $key:ident $target:ident [$t:ty] $map:tt $help:literal)) => {
         $crate::params::ParamInfo {
             key: stringify!($key),
             values: <$t as $crate::params::ParamValue>::VALUES,
@@ -326,22 +342,11 @@ macro_rules! params {
         }
     };
 
-    (@set $self:ident $key_in:ident $value:ident (param $key:ident $t:ty {
-        $(values: $values:literal,)?
-        $(range: $lo:literal ..= $hi:literal,)?
-        $(parse: $parse:expr,)?
-        $(check: $check:expr,)?
-        help: $help:literal,
-        $(token: $token:expr,)?
-        $(ported: $ported:expr,)?
-    })) => {
+    (@set $self:ident $key_in:ident $value:ident (param $key:ident [$t:ty] $values:tt
+        [$($parse:tt)*] [$($valid:tt)*] $help:literal $token:tt $ported:tt)) => {
         if $key_in == stringify!($key) {
-            let parse: fn(&str) -> Option<$t> =
-                $crate::params::params!(@first $($parse,)? <$t as $crate::params::ParamValue>::parse);
-            let parsed = parse($value)
-                $(.filter(|v| ($lo..=$hi).contains(v)))?
-                $(.filter(|v| $check(*v)))?;
-            return match parsed {
+            let parse: fn(&str) -> Option<$t> = $($parse)*;
+            return match parse($value).filter($($valid)*) {
                 Some(v) => {
                     $self.$key = v;
                     Ok(())
@@ -351,7 +356,7 @@ macro_rules! params {
         }
     };
     (@set $self:ident $key_in:ident $value:ident
-        (alias $key:ident $target:ident $t:ty { map: $map:expr, help: $help:literal, })) => {
+        (alias $key:ident $target:ident [$t:ty] [$map:expr] $help:literal)) => {
         if $key_in == stringify!($key) {
             let parsed = <$t as $crate::params::ParamValue>::parse($value)
                 .ok_or_else(|| $crate::params::ParamError::value($key_in, $value))?;
@@ -360,21 +365,17 @@ macro_rules! params {
         }
     };
 
-    (@get $self:ident $key_in:ident (param $key:ident $t:ty { $($opts:tt)* })) => {
+    (@get $self:ident $key_in:ident (param $key:ident $($rest:tt)*)) => {
         if $key_in == stringify!($key) {
             return $crate::params::ParamValue::print($self.$key);
         }
     };
-    (@get $self:ident $key_in:ident (alias $($alias:tt)*)) => {};
+    (@get $self:ident $key_in:ident (alias $($rest:tt)*)) => {};
 
-    (@port $self:ident (param $key:ident $t:ty {
-        $(values: $v:literal,)?
-        $(range: $lo:literal ..= $hi:literal,)?
-        $(parse: $parse:expr,)?
-        $(check: $check:expr,)?
-        help: $help:literal,
-        $(token: $token:expr,)?
-    })) => {
+    // What the port's read-only data holds: a parameter it has a variable
+    // for (no value it always runs).
+    (@port $self:ident (param $key:ident $t:tt $values:tt $parse:tt $valid:tt $help:literal
+        $token:tt [])) => {
         Some((stringify!($key), $crate::params::ParamValue::port($self.$key)))
     };
     (@port $self:ident $other:tt) => {
@@ -384,15 +385,8 @@ macro_rules! params {
         1
     };
 
-    (@ported $p:ident (param $key:ident $t:ty {
-        $(values: $v:literal,)?
-        $(range: $lo:literal ..= $hi:literal,)?
-        $(parse: $parse:expr,)?
-        $(check: $check:expr,)?
-        help: $help:literal,
-        $(token: $token:expr,)?
-        ported: $ported:expr,
-    })) => {
+    (@ported $p:ident (param $key:ident $t:tt $values:tt $parse:tt $valid:tt $help:literal
+        $token:tt [$ported:expr])) => {
         $p.$key = $ported;
     };
     (@ported $p:ident $other:tt) => {};
