@@ -43,10 +43,10 @@
 //! ([`CongestionControl::set_random_seed`]); replays take it from the trace.
 
 use crate::minmax::MinMax;
-use crate::params::NoParams;
-use crate::registry::Declared;
 use crate::ops::{CaEvent, CaVisitor, CongestionControl, RateSample};
+use crate::params::NoParams;
 use crate::rand::SplitMix64;
+use crate::registry::Declared;
 use crate::sock::{
     after, before, msecs_to_jiffies, CaState, Field, PacingStatus, Sock, GSO_LEGACY_MAX_SIZE,
     TCP_INFINITE_SSTHRESH, TCP_INIT_CWND,

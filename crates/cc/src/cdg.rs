@@ -41,10 +41,10 @@ use alloc::vec::Vec;
 
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_undo_cwnd};
 use crate::minmax::min_not_zero;
-use crate::registry::Declared;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{param_enum, params, Token};
 use crate::rand::SplitMix64;
+use crate::registry::Declared;
 use crate::sock::{after, before, CaState, Field, Sock, TCP_ECN_OK, TCP_ECN_QUEUE_CWR};
 use crate::state::{private_state, PrivateState};
 
@@ -293,7 +293,6 @@ impl Cdg {
             expect_backoff_cnt: None,
         }
     }
-
 
     pub fn state(&self) -> &CdgState {
         &self.st
@@ -704,7 +703,8 @@ mod tests {
         let mut c = cdg(CdgParams {
             window: 4,
             ..CdgParams::default()
-        }).cc;
+        })
+        .cc;
         // Round 1: min +1000, max +2000: grad = gmin, scaled by 4/1.
         set_round(&mut c, (10_000, 12_000), (11_000, 14_000));
         assert_eq!(c.grad(), 4_000);
@@ -751,7 +751,8 @@ mod tests {
             window: 1,
             use_tolerance: true,
             ..CdgParams::default()
-        }).cc;
+        })
+        .cc;
         // Window 1: no sums, filled at once.
         set_round(&mut c, (10_000, 20_000), (10_100, 20_000));
         assert_eq!(c.grad(), 100);
@@ -1122,7 +1123,10 @@ mod tests {
         let mut h = back_off(own());
         h.sk.snd_nxt = 999;
         h.event(CaEvent::CwndRestart);
-        assert_eq!((h.cc.st.own.in_cwr, h.cc.st.own.cwr_high_seq), (true, 289_602));
+        assert_eq!(
+            (h.cc.st.own.in_cwr, h.cc.st.own.cwr_high_seq),
+            (true, 289_602)
+        );
         assert_eq!(
             (h.cc.st.state, h.cc.st.rtt_seq, h.cc.st.backoff_cnt),
             (CDG_UNKNOWN, 999, 0)

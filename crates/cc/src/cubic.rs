@@ -49,9 +49,9 @@ use crate::aimd::{reads, tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start, 
 pub use crate::hystart::SlowStartExit;
 use crate::hystart::{Hystart, HystartConfig};
 use crate::hystart_pp::HystartPP;
-use crate::registry::Declared;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{flag_value, param_enum, params, Token};
+use crate::registry::Declared;
 use crate::sock::{after, usecs_to_jiffies, CaState, Field, Sock};
 use crate::state::{private_state, PrivateState};
 
@@ -305,7 +305,6 @@ impl Cubic {
             hspp: HystartPP::default(),
         }
     }
-
 
     pub fn scales(&self) -> &Scales {
         &self.scales

@@ -26,9 +26,9 @@
 
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
 use crate::minmax::min_not_zero;
-use crate::registry::Declared;
 use crate::ops::{CaEvent, CaVisitor, CongestionControl};
 use crate::params::{params, Token};
+use crate::registry::Declared;
 use crate::sock::{before, CaState, Field, Sock, TCP_ECN_DEMAND_CWR, TCP_ECN_OK};
 use crate::state::{private_state, PrivateState};
 
@@ -151,7 +151,6 @@ impl Dctcp {
             ..Dctcp::default()
         }
     }
-
 
     pub fn state(&self) -> &DctcpState {
         &self.st

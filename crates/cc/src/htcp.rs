@@ -16,9 +16,9 @@
 //! Times are in jiffies, fractions in 1/128 (`<< 7`), as in the kernel.
 
 use crate::aimd::{reads, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS};
-use crate::registry::Declared;
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
 use crate::params::{params, Token};
+use crate::registry::Declared;
 use crate::sock::{msecs_to_jiffies, usecs_to_jiffies, CaState, Field, Sock};
 use crate::state::{private_state, PrivateState};
 
@@ -96,7 +96,6 @@ impl Htcp {
             st: HtcpState::default(),
         }
     }
-
 
     pub fn state(&self) -> &HtcpState {
         &self.st

@@ -40,21 +40,29 @@ extern crate std;
 pub mod registry;
 
 pub mod aimd;
+pub mod bbr;
+pub mod cdg;
+pub mod cubic;
+pub mod dctcp;
 pub mod driver;
 #[cfg(any(test, feature = "harness"))]
 pub mod harness;
+pub mod htcp;
 pub mod hystart;
 pub mod hystart_pp;
 pub mod minmax;
 pub mod ops;
 pub mod params;
 pub mod rand;
+pub mod reno;
 pub mod sock;
 pub mod spec;
 pub mod state;
+pub mod vegas;
 
 // The registry: one line per algorithm, its module and type, in the order
 // `kleinrock algorithms` lists them (registry.rs says what this generates).
+// The modules are declared above, where rustfmt finds them.
 algorithms! {
     reno::Reno,
     bbr::Bbr,

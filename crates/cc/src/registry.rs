@@ -4,13 +4,16 @@
 //! An algorithm's file implements [`Declared`]: its name, aliases and
 //! summary, its parameter struct (from `params!`), and how to build it from
 //! its parameters. `algorithms!` takes the list of `module::Type` and
-//! writes what needs the whole list: the modules, the [`crate::Algorithm`]
-//! enum the specs parse into (a match, not a vtable, so the simulator's
-//! per-ACK calls inline), `dispatch!` over it, [`crate::ALGORITHMS`] (what
+//! writes what needs the whole list: the [`crate::Algorithm`] enum the
+//! specs parse into (a match, not a vtable, so the simulator's per-ACK calls
+//! inline) with its `CongestionControl` impl, [`crate::ALGORITHMS`] (what
 //! `kleinrock algorithms` prints and error messages list), and the
 //! constructor `spec` parsing calls. The BPF port is found by the
 //! algorithm's name (crates/kernel), so registering one here is all the
 //! rest of Kleinrock needs.
+//!
+//! The line is separate from the module's `pub mod` declaration, which stays
+//! outside the macro: rustfmt finds modules only there.
 
 use crate::ops::CongestionControl;
 use crate::params::{ParamInfo, Params};
@@ -69,8 +72,6 @@ macro_rules! algorithms {
         }
     };
     ($($m:ident :: $t:ident),+ $(,)?) => {
-        $(pub mod $m;)+
-
         /// A configured algorithm: the registry's sum type. Dispatch is a
         /// match, not a vtable, so the simulator's per-ACK calls inline, and
         /// the value clones (replay tries both jiffies readings of a row on a

@@ -16,9 +16,9 @@ use crate::aimd::{
 };
 use crate::hystart::SlowStartExit;
 use crate::hystart_pp::{HystartPP, HSPP_READS};
-use crate::registry::Declared;
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
 use crate::params::{flag_value, params, Token};
+use crate::registry::Declared;
 use crate::sock::{Field, Sock};
 use crate::state::PrivateState;
 
@@ -63,7 +63,6 @@ impl Reno {
         }
     }
 
-
     /// Does HyStart++ run the initial slow start?
     fn hspp_on(&self) -> bool {
         self.params.hystart == SlowStartExit::HystartPP
@@ -73,8 +72,7 @@ impl Reno {
 impl Declared for Reno {
     const NAME: &'static str = "reno";
     const ALIASES: &'static [&'static str] = &["newreno"];
-    const SUMMARY: &'static str =
-        "Linux reno: slow start, +1 segment per RTT, halve on loss";
+    const SUMMARY: &'static str = "Linux reno: slow start, +1 segment per RTT, halve on loss";
     type Params = RenoParams;
 
     fn with_params(params: RenoParams) -> Reno {

@@ -22,9 +22,9 @@
 use crate::aimd::{
     reads, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS,
 };
-use crate::registry::Declared;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{params, Token};
+use crate::registry::Declared;
 use crate::sock::{after, CaState, Field, Sock};
 use crate::state::{private_state, PrivateState};
 
@@ -88,7 +88,6 @@ impl Vegas {
             st: VegasState::default(),
         }
     }
-
 
     pub fn state(&self) -> &VegasState {
         &self.st
