@@ -207,15 +207,11 @@ impl Places {
         let vars = parameters(&btf);
         let params = params
             .iter()
-            .map(
-                |&(key, value)| match vars.iter().find(|(n, _, _)| n == key) {
-                    Some(&(_, at, 4)) => Ok((at, value)),
-                    _ => Err(Error(format!(
-                        "cannot set {name}'s parameter {key}: its BPF port has no \
-                     `const volatile __u32 {key}`"
-                    ))),
-                },
-            )
+            .map(|&(key, value)| {
+                let var = vars.iter().find(|(n, _, size)| n == key && *size == 4);
+                var.map(|&(_, at, _)| (at, value))
+                    .ok_or_else(|| no_param(name, key))
+            })
             .collect::<Result<_, _>>()?;
         Ok(Places { name_at, params })
     }
@@ -267,6 +263,12 @@ fn parameters(btf: &Btf<'_>) -> Vec<(String, usize, usize)> {
             Some((name, v.offset as usize, v.size))
         })
         .collect()
+}
+
+fn no_param(name: &str, key: &str) -> Error {
+    Error(format!(
+        "cannot set {name}'s parameter {key}: its BPF port has no `const volatile __u32 {key}`"
+    ))
 }
 
 fn no_rodata(name: &str) -> Error {
