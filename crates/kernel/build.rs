@@ -1,6 +1,9 @@
-//! Compiles the BPF programs in src/bpf into skeletons, when the `bpf`
-//! feature is on and clang is installed. Without clang the crate still
-//! builds (cfg `kleinrock_no_clang`) and `load` says how to get it.
+//! Compiles the BPF programs in src/bpf (every `*.bpf.c`) into objects, when
+//! the `bpf` feature is on and clang is installed, and lists them in
+//! `$OUT_DIR/objects.rs` for load.rs to embed. A port is found by its
+//! algorithm's name, so adding one is adding its file. Without clang the
+//! crate still builds (cfg `kleinrock_no_clang`) and `load` says how to get
+//! it.
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(kleinrock_no_clang)");
@@ -14,22 +17,8 @@ fn main() {
 mod bpf {
     use std::env;
     use std::ffi::OsString;
+    use std::fs;
     use std::path::{Path, PathBuf};
-
-    /// The ported algorithms: src/bpf/<name>.bpf.c becomes
-    /// $OUT_DIR/<name>.skel.rs.
-    const PROGRAMS: &[&str] = &[
-        "reno",
-        "cubic",
-        "bbr",
-        "dctcp",
-        "htcp",
-        "vegas",
-        "cdg",
-        "native_reno",
-        "native_cubic",
-        "native_bbr",
-    ];
 
     pub fn build() {
         let Some(clang) = find_clang() else {
@@ -43,11 +32,36 @@ mod bpf {
         let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
         let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
         let include = manifest.join("src/bpf");
-        for name in PROGRAMS {
+        let mut list = String::from(
+            "/// Every BPF program of src/bpf: its name (the file's, less `.bpf.c`)\n\
+             /// and its compiled object.\n\
+             pub const OBJECTS: &[(&str, &[u8])] = &[\n",
+        );
+        for name in programs(&include) {
             let src = include.join(format!("{name}.bpf.c"));
-            let skel = out.join(format!("{name}.skel.rs"));
-            build_one(&clang, &include, &src, &skel);
+            let obj = out.join(format!("{name}.bpf.o"));
+            build_one(&clang, &include, &src, &obj);
+            list.push_str(&format!("    ({name:?}, include_bytes!({obj:?})),\n"));
         }
+        list.push_str("];\n");
+        let objects = out.join("objects.rs");
+        if let Err(e) = fs::write(&objects, list) {
+            panic!("writing {}: {e}", objects.display());
+        }
+    }
+
+    /// The programs: every src/bpf/<name>.bpf.c, by name, sorted.
+    fn programs(dir: &Path) -> Vec<String> {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => panic!("reading {}: {e}", dir.display()),
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter_map(|f| f.strip_suffix(".bpf.c").map(str::to_string))
+            .collect();
+        names.sort();
+        names
     }
 
     /// The clang to use: $CLANG, else `clang` on the PATH.
@@ -62,9 +76,10 @@ mod bpf {
         })
     }
 
-    fn build_one(clang: &Path, include: &Path, src: &Path, skel: &Path) {
+    fn build_one(clang: &Path, include: &Path, src: &Path, obj: &Path) {
         let result = libbpf_cargo::SkeletonBuilder::new()
             .source(src)
+            .obj(obj)
             .clang(clang)
             .clang_args([
                 OsString::from("-I"),
@@ -75,7 +90,7 @@ mod bpf {
                 // gradient sums are s32 arithmetic ported from it).
                 "-fno-strict-overflow".into(),
             ])
-            .build_and_generate(skel);
+            .build();
         if let Err(e) = result {
             panic!("building {}: {e:#}", src.display());
         }

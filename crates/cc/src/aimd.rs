@@ -5,7 +5,56 @@
 //! every algorithm that grows its window the classic way. BPF ports call the
 //! kernel's own copies as kfuncs, so these must agree bit for bit.
 
-use crate::sock::Sock;
+use crate::sock::{Field, Sock};
+
+/// The connection fields the helpers below read, in the order algorithms
+/// list them: an algorithm that calls them reads these, and lists them with
+/// `reads!` before its own.
+pub const AIMD_READS: &[Field] = &[
+    Field::snd_cwnd,
+    Field::snd_ssthresh,
+    Field::snd_cwnd_cnt,
+    Field::snd_cwnd_clamp,
+    Field::is_cwnd_limited,
+    Field::max_packets_out,
+    Field::prior_cwnd,
+];
+
+/// `reads!(A, B, ...)`: the fields of the lists `A`, `B`, ... in order, as
+/// one `&'static [Field]` built at compile time. An algorithm's reads are
+/// those of the helpers it calls and then its own, and a variant's are its
+/// base's and then what the variant adds, each list written once.
+macro_rules! reads {
+    ($($list:expr),+ $(,)?) => {{
+        use $crate::sock::Field;
+        const LISTS: &[&[Field]] = &[$($list),+];
+        const N: usize = {
+            let (mut n, mut i) = (0, 0);
+            while i < LISTS.len() {
+                n += LISTS[i].len();
+                i += 1;
+            }
+            n
+        };
+        const ALL: [Field; N] = {
+            let mut all = [Field::snd_cwnd; N];
+            let (mut k, mut i) = (0, 0);
+            while i < LISTS.len() {
+                let mut j = 0;
+                while j < LISTS[i].len() {
+                    all[k] = LISTS[i][j];
+                    k += 1;
+                    j += 1;
+                }
+                i += 1;
+            }
+            all
+        };
+        &ALL
+    }};
+}
+
+pub(crate) use reads;
 
 /// `tcp_slow_start()`: grow cwnd by one segment per segment ACKed, but not
 /// past ssthresh; return the ACKed segments left over for congestion
@@ -71,17 +120,18 @@ pub fn tcp_reno_undo_cwnd(sk: &Sock) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Setup;
 
-    fn sock(cwnd: u32, ssthresh: u32) -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.snd_cwnd = cwnd;
-        sk.snd_ssthresh = ssthresh;
-        sk
+    #[test]
+    fn reads_concatenates_in_order() {
+        const AB: &[Field] = reads!(AIMD_READS, &[Field::srtt_us], &[]);
+        assert_eq!(&AB[..7], AIMD_READS);
+        assert_eq!(&AB[7..], &[Field::srtt_us]);
     }
 
     #[test]
     fn slow_start_stops_at_ssthresh_and_returns_the_rest() {
-        let mut sk = sock(10, 14);
+        let mut sk = Sock::new(1000).cwnd(10).ssthresh(14);
         assert_eq!(tcp_slow_start(&mut sk, 3), 0);
         assert_eq!(sk.snd_cwnd, 13);
         assert_eq!(tcp_slow_start(&mut sk, 5), 4);
@@ -91,7 +141,7 @@ mod tests {
     #[test]
     fn slow_start_respects_clamp_but_reports_growth_to_ssthresh() {
         // The kernel computes the leftover against ssthresh before clamping.
-        let mut sk = sock(10, 100);
+        let mut sk = Sock::new(1000).cwnd(10).ssthresh(100);
         sk.snd_cwnd_clamp = 12;
         assert_eq!(tcp_slow_start(&mut sk, 5), 0);
         assert_eq!(sk.snd_cwnd, 12);
@@ -99,7 +149,7 @@ mod tests {
 
     #[test]
     fn additive_increase_one_segment_per_window() {
-        let mut sk = sock(10, 5);
+        let mut sk = Sock::new(1000).cwnd(10).ssthresh(5);
         for _ in 0..9 {
             tcp_cong_avoid_ai(&mut sk, 10, 1);
         }
@@ -113,7 +163,7 @@ mod tests {
 
     #[test]
     fn credits_from_a_larger_w_apply_gently() {
-        let mut sk = sock(20, 5);
+        let mut sk = Sock::new(1000).cwnd(20).ssthresh(5);
         sk.snd_cwnd_cnt = 50;
         tcp_cong_avoid_ai(&mut sk, 8, 2);
         // One segment for the stale credit, then 2 fresh credits.
@@ -122,7 +172,7 @@ mod tests {
 
     #[test]
     fn reno_halves_with_a_floor_of_two_and_undoes_to_prior() {
-        let mut sk = sock(7, 5);
+        let mut sk = Sock::new(1000).cwnd(7).ssthresh(5);
         assert_eq!(tcp_reno_ssthresh(&sk), 3);
         sk.snd_cwnd = 3;
         assert_eq!(tcp_reno_ssthresh(&sk), 2);
@@ -132,7 +182,7 @@ mod tests {
 
     #[test]
     fn reno_cong_avoid_needs_cwnd_limited() {
-        let mut sk = sock(10, 100);
+        let mut sk = Sock::new(1000).cwnd(10).ssthresh(100);
         sk.max_packets_out = 4;
         tcp_reno_cong_avoid(&mut sk, 0, 2);
         assert_eq!(sk.snd_cwnd, 10);
@@ -143,7 +193,7 @@ mod tests {
 
     #[test]
     fn reno_leftover_from_slow_start_goes_to_avoidance() {
-        let mut sk = sock(9, 10);
+        let mut sk = Sock::new(1000).cwnd(9).ssthresh(10);
         sk.is_cwnd_limited = true;
         sk.snd_cwnd_cnt = 9;
         // 1 segment reaches ssthresh, 11 left: stale credit 9 >= w=10? no;

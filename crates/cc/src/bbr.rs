@@ -44,11 +44,14 @@
 
 use crate::minmax::MinMax;
 use crate::ops::{CaEvent, CaVisitor, CongestionControl, RateSample};
+use crate::params::NoParams;
 use crate::rand::SplitMix64;
+use crate::registry::Declared;
 use crate::sock::{
     after, before, msecs_to_jiffies, CaState, Field, PacingStatus, Sock, GSO_LEGACY_MAX_SIZE,
     TCP_INFINITE_SSTHRESH, TCP_INIT_CWND,
 };
+use crate::state::{private_state, Member, PrivateState};
 
 /// Rates in packets per µs, scaled by 2^24: a unit is about 715 bit/s for
 /// 1500-byte packets, so a u32 spans 715 bit/s to 3 Tbit/s.
@@ -132,9 +135,12 @@ pub enum Mode {
     ProbeRtt = 3,
 }
 
-impl Mode {
-    fn from_u64(v: u64) -> Mode {
-        match v & 3 {
+impl Member for Mode {
+    fn to_cell(self) -> i64 {
+        self as i64
+    }
+    fn from_cell(cell: i64) -> Mode {
+        match cell & 3 {
             0 => Mode::Startup,
             1 => Mode::Drain,
             2 => Mode::ProbeBw,
@@ -143,51 +149,50 @@ impl Mode {
     }
 }
 
-/// `struct bbr`: the private state, bitfields as plain integers kept within
-/// their kernel widths.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BbrState {
-    pub min_rtt_us: u32,
-    pub min_rtt_stamp: u32,
-    pub probe_rtt_done_stamp: u32,
-    pub bw: MinMax,
-    pub rtt_cnt: u32,
-    pub next_rtt_delivered: u32,
-    pub cycle_mstamp: u64,
-    pub mode: Mode,
-    pub prev_ca_state: u8,
-    pub packet_conservation: bool,
-    pub round_start: bool,
-    pub idle_restart: bool,
-    pub probe_rtt_round_done: bool,
-    pub lt_is_sampling: bool,
-    /// 7 bits.
-    pub lt_rtt_cnt: u32,
-    pub lt_use_bw: bool,
-    pub lt_bw: u32,
-    pub lt_last_delivered: u32,
-    pub lt_last_stamp: u32,
-    pub lt_last_lost: u32,
-    /// 10 bits.
-    pub pacing_gain: u32,
-    /// 10 bits.
-    pub cwnd_gain: u32,
-    pub full_bw_reached: bool,
-    /// 2 bits.
-    pub full_bw_cnt: u32,
-    /// 3 bits.
-    pub cycle_idx: u32,
-    pub has_seen_rtt: bool,
-    pub prior_cwnd: u32,
-    pub full_bw: u32,
-    pub ack_epoch_mstamp: u64,
-    pub extra_acked: [u16; 2],
-    /// 20 bits.
-    pub ack_epoch_acked: u32,
-    /// 5 bits.
-    pub extra_acked_win_rtts: u32,
-    /// 1 bit.
-    pub extra_acked_win_idx: usize,
+private_state! {
+    /// `struct bbr`: the private state, bitfields as plain integers kept
+    /// within their kernel widths.
+    #[derive(Clone, Debug, Default, PartialEq, Eq)]
+    pub struct BbrState {
+        pub min_rtt_us: u32,
+        pub min_rtt_stamp: u32,
+        pub probe_rtt_done_stamp: u32,
+        /// The bandwidth max filter, `struct minmax bw`.
+        pub bw: MinMax {
+            bw_s0_t(.s[0].t), bw_s0_v(.s[0].v),
+            bw_s1_t(.s[1].t), bw_s1_v(.s[1].v),
+            bw_s2_t(.s[2].t), bw_s2_v(.s[2].v),
+        },
+        pub rtt_cnt: u32,
+        pub next_rtt_delivered: u32,
+        pub cycle_mstamp: u64,
+        pub mode: Mode : 3,
+        pub prev_ca_state: u8 : 3,
+        pub packet_conservation: bool,
+        pub round_start: bool,
+        pub idle_restart: bool,
+        pub probe_rtt_round_done: bool,
+        pub lt_is_sampling: bool,
+        pub lt_rtt_cnt: u32 : 7,
+        pub lt_use_bw: bool,
+        pub lt_bw: u32,
+        pub lt_last_delivered: u32,
+        pub lt_last_stamp: u32,
+        pub lt_last_lost: u32,
+        pub pacing_gain: u32 : 10,
+        pub cwnd_gain: u32 : 10,
+        pub full_bw_reached: bool,
+        pub full_bw_cnt: u32 : 2,
+        pub cycle_idx: u32 : 3,
+        pub has_seen_rtt: bool,
+        pub prior_cwnd: u32,
+        pub full_bw: u32,
+        pub ack_epoch_mstamp: u64,
+        pub extra_acked: [u16; 2] { extra_acked_0([0]), extra_acked_1([1]) },
+        pub ack_epoch_acked: u32 : 20,
+        pub extra_acked_win_rtts: u32 : 5,
+        pub extra_acked_win_idx: usize : 1,
+    }
 }
 
 /// The BBR algorithm.
@@ -729,9 +734,24 @@ const BBR_READS: &[Field] = &[
     Field::jiffies,
 ];
 
+impl Declared for Bbr {
+    const NAME: &'static str = "bbr";
+    const SUMMARY: &'static str =
+        "Linux 6.18 BBR v1: model-based, paces at the estimated bottleneck rate";
+    type Params = NoParams;
+
+    fn with_params(_: NoParams) -> Bbr {
+        Bbr::new()
+    }
+
+    fn params(&self) -> &NoParams {
+        &NoParams {}
+    }
+}
+
 impl CongestionControl for Bbr {
     fn name(&self) -> &'static str {
-        "bbr"
+        Self::NAME
     }
 
     fn set_random_seed(&mut self, seed: u64) {
@@ -830,99 +850,11 @@ impl CongestionControl for Bbr {
     }
 
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        let s = &self.st;
-        for (name, v) in [
-            ("min_rtt_us", s.min_rtt_us as u64),
-            ("min_rtt_stamp", s.min_rtt_stamp as u64),
-            ("probe_rtt_done_stamp", s.probe_rtt_done_stamp as u64),
-            ("bw_s0_t", s.bw.s[0].t as u64),
-            ("bw_s0_v", s.bw.s[0].v as u64),
-            ("bw_s1_t", s.bw.s[1].t as u64),
-            ("bw_s1_v", s.bw.s[1].v as u64),
-            ("bw_s2_t", s.bw.s[2].t as u64),
-            ("bw_s2_v", s.bw.s[2].v as u64),
-            ("rtt_cnt", s.rtt_cnt as u64),
-            ("next_rtt_delivered", s.next_rtt_delivered as u64),
-            ("cycle_mstamp", s.cycle_mstamp),
-            ("mode", s.mode as u64),
-            ("prev_ca_state", s.prev_ca_state as u64),
-            ("packet_conservation", s.packet_conservation as u64),
-            ("round_start", s.round_start as u64),
-            ("idle_restart", s.idle_restart as u64),
-            ("probe_rtt_round_done", s.probe_rtt_round_done as u64),
-            ("lt_is_sampling", s.lt_is_sampling as u64),
-            ("lt_rtt_cnt", s.lt_rtt_cnt as u64),
-            ("lt_use_bw", s.lt_use_bw as u64),
-            ("lt_bw", s.lt_bw as u64),
-            ("lt_last_delivered", s.lt_last_delivered as u64),
-            ("lt_last_stamp", s.lt_last_stamp as u64),
-            ("lt_last_lost", s.lt_last_lost as u64),
-            ("pacing_gain", s.pacing_gain as u64),
-            ("cwnd_gain", s.cwnd_gain as u64),
-            ("full_bw_reached", s.full_bw_reached as u64),
-            ("full_bw_cnt", s.full_bw_cnt as u64),
-            ("cycle_idx", s.cycle_idx as u64),
-            ("has_seen_rtt", s.has_seen_rtt as u64),
-            ("prior_cwnd", s.prior_cwnd as u64),
-            ("full_bw", s.full_bw as u64),
-            ("ack_epoch_mstamp", s.ack_epoch_mstamp),
-            ("extra_acked_0", s.extra_acked[0] as u64),
-            ("extra_acked_1", s.extra_acked[1] as u64),
-            ("ack_epoch_acked", s.ack_epoch_acked as u64),
-            ("extra_acked_win_rtts", s.extra_acked_win_rtts as u64),
-            ("extra_acked_win_idx", s.extra_acked_win_idx as u64),
-        ] {
-            visit(name, v as i64);
-        }
+        self.st.visit(visit)
     }
 
-    fn set_ca(&mut self, name: &str, v: i64) -> bool {
-        let v = v as u64;
-        let s = &mut self.st;
-        let b = v != 0;
-        match name {
-            "min_rtt_us" => s.min_rtt_us = v as u32,
-            "min_rtt_stamp" => s.min_rtt_stamp = v as u32,
-            "probe_rtt_done_stamp" => s.probe_rtt_done_stamp = v as u32,
-            "bw_s0_t" => s.bw.s[0].t = v as u32,
-            "bw_s0_v" => s.bw.s[0].v = v as u32,
-            "bw_s1_t" => s.bw.s[1].t = v as u32,
-            "bw_s1_v" => s.bw.s[1].v = v as u32,
-            "bw_s2_t" => s.bw.s[2].t = v as u32,
-            "bw_s2_v" => s.bw.s[2].v = v as u32,
-            "rtt_cnt" => s.rtt_cnt = v as u32,
-            "next_rtt_delivered" => s.next_rtt_delivered = v as u32,
-            "cycle_mstamp" => s.cycle_mstamp = v,
-            "mode" => s.mode = Mode::from_u64(v),
-            "prev_ca_state" => s.prev_ca_state = (v & 7) as u8,
-            "packet_conservation" => s.packet_conservation = b,
-            "round_start" => s.round_start = b,
-            "idle_restart" => s.idle_restart = b,
-            "probe_rtt_round_done" => s.probe_rtt_round_done = b,
-            "lt_is_sampling" => s.lt_is_sampling = b,
-            "lt_rtt_cnt" => s.lt_rtt_cnt = (v & 0x7f) as u32,
-            "lt_use_bw" => s.lt_use_bw = b,
-            "lt_bw" => s.lt_bw = v as u32,
-            "lt_last_delivered" => s.lt_last_delivered = v as u32,
-            "lt_last_stamp" => s.lt_last_stamp = v as u32,
-            "lt_last_lost" => s.lt_last_lost = v as u32,
-            "pacing_gain" => s.pacing_gain = (v & 0x3ff) as u32,
-            "cwnd_gain" => s.cwnd_gain = (v & 0x3ff) as u32,
-            "full_bw_reached" => s.full_bw_reached = b,
-            "full_bw_cnt" => s.full_bw_cnt = (v & 3) as u32,
-            "cycle_idx" => s.cycle_idx = (v & 7) as u32,
-            "has_seen_rtt" => s.has_seen_rtt = b,
-            "prior_cwnd" => s.prior_cwnd = v as u32,
-            "full_bw" => s.full_bw = v as u32,
-            "ack_epoch_mstamp" => s.ack_epoch_mstamp = v,
-            "extra_acked_0" => s.extra_acked[0] = v as u16,
-            "extra_acked_1" => s.extra_acked[1] = v as u16,
-            "ack_epoch_acked" => s.ack_epoch_acked = (v & 0xfffff) as u32,
-            "extra_acked_win_rtts" => s.extra_acked_win_rtts = (v & 0x1f) as u32,
-            "extra_acked_win_idx" => s.extra_acked_win_idx = (v & 1) as usize,
-            _ => return false,
-        }
-        true
+    fn set_ca(&mut self, name: &str, cell: i64) -> bool {
+        self.st.set(name, cell)
     }
 
     fn drawn_at_random(&self) -> &'static [&'static str] {

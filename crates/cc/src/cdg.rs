@@ -36,15 +36,17 @@
 //! `snd_nxt`, then what `tcp_end_cwnd_reduction()` does. It is here so that
 //! traces of the port replay and the simulator can show what it changes.
 
-use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_undo_cwnd};
+use crate::minmax::min_not_zero;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
-use crate::params::{flag_value, int_value, ParamError, ParamInfo, Params};
+use crate::params::{param_enum, params, Token};
 use crate::rand::SplitMix64;
+use crate::registry::Declared;
 use crate::sock::{after, before, CaState, Field, Sock, TCP_ECN_OK, TCP_ECN_QUEUE_CWR};
+use crate::state::{private_state, PrivateState};
 
 /// `hystart_detect` bit: end slow start on a long ACK train.
 pub const HYSTART_ACK_TRAIN: u32 = 1;
@@ -69,197 +71,150 @@ const DELACK_MAX: u8 = 5;
 /// A gradient sum this negative (µs) means the last backoff worked.
 const EFFECTUAL_GRADIENT_US: i32 = -32;
 
-/// The CWR a backoff enters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CdgCwr {
-    /// `tcp_enter_cwr()`: the TCP core's CWR, with PRR (Linux).
-    #[default]
-    Kernel,
-    /// The BPF port's own CWR (`cdg_enter_cwr()` of cdg.bpf.c).
-    Own,
-}
-
-impl CdgCwr {
-    fn name(self) -> &'static str {
-        match self {
-            CdgCwr::Kernel => "kernel",
-            CdgCwr::Own => "own",
-        }
+param_enum! {
+    /// The CWR a backoff enters.
+    pub enum CdgCwr {
+        /// `tcp_enter_cwr()`: the TCP core's CWR, with PRR (Linux).
+        #[default]
+        Kernel = 0 => "kernel",
+        /// The BPF port's own CWR (`cdg_enter_cwr()` of cdg.bpf.c).
+        Own = 1 => "own",
     }
 }
 
-/// CDG's module parameters, and the CWR its backoff enters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CdgParams {
-    /// Rounds in the gradient window, a power of two in 1..=256 (default 8).
-    pub window: u32,
-    /// Backoff multiplier in 1/1024 (default 724, 0.7071 = sqrt(1/2)).
-    pub backoff_beta: u32,
-    /// Backoff probability scale, 1000 / (G * window) (default 42: G = 3).
-    pub backoff_factor: u32,
-    /// HyStart: 0 off, 1 ACK train, 2 delay, 3 both (default 3). Paced
-    /// flows spread their ACKs, which reads as a long train: use 2.
-    pub hystart_detect: u32,
-    /// Ineffectual backoffs tolerated before backing off stops; 0 disables
-    /// the heuristic (default 5).
-    pub use_ineff: u32,
-    /// Keep a shadow window for losses (default on).
-    pub use_shadow: bool,
-    /// Tolerate losses while the queue is not full (default off).
-    pub use_tolerance: bool,
-    /// Which CWR a backoff enters (default the kernel's).
-    pub cwr: CdgCwr,
-}
-
-impl Default for CdgParams {
-    fn default() -> Self {
-        CdgParams {
-            window: 8,
-            backoff_beta: 724,
-            backoff_factor: 42,
-            hystart_detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
-            use_ineff: 5,
-            use_shadow: true,
-            use_tolerance: false,
-            cwr: CdgCwr::Kernel,
-        }
-    }
-}
-
-impl Params for CdgParams {
-    const INFO: &'static [ParamInfo] = &[
-        ParamInfo {
-            key: "window",
+params! {
+    /// CDG's module parameters, and the CWR its backoff enters.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct CdgParams {
+        /// Rounds in the gradient window, a power of two in 1..=256 (default 8).
+        window: u32 {
+            default: 8,
             values: "1|2|4|8|16|32|64|128|256",
+            range: 1..=256,
+            check: |w: u32| w.is_power_of_two(),
             help: "gradient window in rounds (default 8)",
+            token: Token::Prefix("w"),
         },
-        ParamInfo {
-            key: "backoff_beta",
-            values: "0..1024",
+        /// Backoff multiplier in 1/1024 (default 724, 0.7071 = sqrt(1/2)).
+        backoff_beta: u32 {
+            default: 724,
+            range: 0..=1024,
             help: "window multiplier on backoff, 1/1024 (default 724)",
+            token: Token::Prefix("b"),
         },
-        ParamInfo {
-            key: "backoff_factor",
-            values: "0..4294967295",
+        /// Backoff probability scale, 1000 / (G * window) (default 42: G = 3).
+        backoff_factor: u32 {
+            default: 42,
             help: "backoff probability scale, 1000/(G*window) (default 42, G=3)",
+            token: Token::Prefix("f"),
         },
-        ParamInfo {
-            key: "hystart_detect",
-            values: "0..3",
+        /// HyStart: 0 off, 1 ACK train, 2 delay, 3 both (default 3). Paced
+        /// flows spread their ACKs, which reads as a long train: use 2.
+        hystart_detect: u32 {
+            default: HYSTART_ACK_TRAIN | HYSTART_DELAY,
+            range: 0..=3,
             help: "slow-start exit: 1 ACK train, 2 delay, 3 both (default 3; 2 when paced)",
+            token: Token::Prefix("hd"),
         },
-        ParamInfo {
-            key: "use_ineff",
-            values: "0..65535",
+        /// Ineffectual backoffs tolerated before backing off stops; 0 disables
+        /// the heuristic (default 5).
+        use_ineff: u32 {
+            default: 5,
+            range: 0..=65535,
             help: "ineffectual backoffs before giving up, 0 off (default 5)",
+            token: Token::Prefix("i"),
         },
-        ParamInfo {
-            key: "use_shadow",
-            values: "0|1",
+        /// Keep a shadow window for losses (default on).
+        use_shadow: bool {
+            default: true,
             help: "shadow window for losses (default 1)",
+            token: Token::Values(&[("0", "nosh")]),
         },
-        ParamInfo {
-            key: "use_tolerance",
-            values: "0|1",
+        /// Tolerate losses while the queue is not full (default off).
+        use_tolerance: bool {
+            default: false,
             help: "tolerate losses while the queue is not full (default 0)",
+            token: Token::Values(&[("1", "tol")]),
         },
-        ParamInfo {
-            key: "cwr",
-            values: "kernel|own",
+        /// Which CWR a backoff enters (default the kernel's). The BPF port
+        /// can run only its own (it cannot call `tcp_enter_cwr()`,
+        /// docs/KERNEL.md), so it has no such parameter.
+        cwr: CdgCwr {
+            default: CdgCwr::Kernel,
             help: "backoff's CWR: the kernel's (PRR over a round trip) or the BPF port's (cwnd cut at once) (default kernel)",
+            ported: CdgCwr::Own,
         },
-    ];
-
-    fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
-        let flag = |v: &str| flag_value(v).ok_or_else(|| ParamError::value(key, v));
-        match key {
-            "window" => {
-                let w = int_value(key, v, 1, 256)?;
-                if !w.is_power_of_two() {
-                    return Err(ParamError::value(key, v));
-                }
-                self.window = w;
-            }
-            "backoff_beta" => self.backoff_beta = int_value(key, v, 0, 1024)?,
-            "backoff_factor" => self.backoff_factor = int_value(key, v, 0, u32::MAX)?,
-            "hystart_detect" => self.hystart_detect = int_value(key, v, 0, 3)?,
-            "use_ineff" => self.use_ineff = int_value(key, v, 0, u16::MAX as u32)?,
-            "use_shadow" => self.use_shadow = flag(v)?,
-            "use_tolerance" => self.use_tolerance = flag(v)?,
-            "cwr" => {
-                self.cwr = match v {
-                    "kernel" => CdgCwr::Kernel,
-                    "own" => CdgCwr::Own,
-                    _ => return Err(ParamError::value(key, v)),
-                }
-            }
-            _ => return Err(ParamError::unknown(key)),
-        }
-        Ok(())
-    }
-
-    fn get(&self, key: &str) -> String {
-        match key {
-            "window" => self.window.to_string(),
-            "backoff_beta" => self.backoff_beta.to_string(),
-            "backoff_factor" => self.backoff_factor.to_string(),
-            "hystart_detect" => self.hystart_detect.to_string(),
-            "use_ineff" => self.use_ineff.to_string(),
-            "use_shadow" => (self.use_shadow as u8).to_string(),
-            "use_tolerance" => (self.use_tolerance as u8).to_string(),
-            "cwr" => self.cwr.name().to_string(),
-            _ => String::new(),
-        }
     }
 }
 
-/// `struct cdg_minmax`: a round's RTT extremes, or a gradient of them (µs).
+/// `struct cdg_minmax`: the smallest and largest RTT of a round, or the
+/// gradients of two rounds' extremes, in µs (signed, as the kernel's
+/// `s32`s).
+///
+/// Not [`crate::minmax::MinMax`]: that is Nichols' windowed filter (three
+/// timestamped samples, the extreme of one quantity over a sliding window,
+/// `lib/win_minmax.c`). This is a plain pair tracked over one round, and
+/// CDG's window over rounds is a moving *sum* of these pairs (`gsum`), not a
+/// windowed extreme. The two share only a name, in the kernel too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MinMax {
+pub struct CdgMinMax {
     pub min: i32,
     pub max: i32,
 }
 
-impl MinMax {
+impl CdgMinMax {
     /// The kernel's `v64 != 0`.
     fn is_set(self) -> bool {
         self.min != 0 || self.max != 0
     }
 }
 
-/// `struct cdg`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CdgState {
-    /// This round's and the previous round's RTT extremes.
-    pub rtt: MinMax,
-    pub rtt_prev: MinMax,
-    /// The last `window` gradients (empty when `window` is 1).
-    pub gradients: Vec<MinMax>,
-    /// Their sums.
-    pub gsum: MinMax,
-    /// Has the window been filled once?
-    pub gfilled: bool,
-    /// Next slot of `gradients`.
-    pub tail: u8,
-    pub state: u8,
-    /// Single-segment ACKs still to treat as delayed.
-    pub delack: u8,
-    /// The round ends when an ACK passes this.
-    pub rtt_seq: u32,
-    pub shadow_wnd: u32,
-    /// Backoffs since one last shrank the RTT.
-    pub backoff_cnt: u16,
-    /// HyStart's RTT samples this round.
-    pub sample_cnt: u16,
-    /// Smallest RTT seen in slow start (µs).
-    pub delay_min: i32,
-    /// HyStart's ACK train: last ACK and start of the train (µs, u32 clock).
-    pub last_ack: u32,
-    pub round_start: u32,
-    /// `cwr=own`: the port's CWR ends when an ACK passes this.
-    pub cwr_high_seq: u32,
-    /// `cwr=own`: the port's CWR is on.
-    pub in_cwr: bool,
+private_state! {
+    /// `struct cdg`.
+    #[derive(Clone, Debug, Default, PartialEq, Eq)]
+    pub struct CdgState {
+        /// This round's and the previous round's RTT extremes.
+        pub rtt: CdgMinMax { rtt_min(.min), rtt_max(.max) },
+        pub rtt_prev: CdgMinMax { rtt_prev_min(.min), rtt_prev_max(.max) },
+        /// The last `window` gradients (empty when `window` is 1); traces
+        /// show their sums.
+        untraced gradients: Vec<CdgMinMax>,
+        /// Their sums.
+        pub gsum: CdgMinMax { gsum_min(.min), gsum_max(.max) },
+        /// Has the window been filled once?
+        pub gfilled: bool,
+        /// Next slot of `gradients`.
+        pub tail: u8,
+        pub state: u8,
+        /// Single-segment ACKs still to treat as delayed.
+        pub delack: u8,
+        /// The round ends when an ACK passes this.
+        pub rtt_seq: u32,
+        pub shadow_wnd: u32,
+        /// Backoffs since one last shrank the RTT.
+        pub backoff_cnt: u16,
+        /// HyStart's RTT samples this round.
+        pub sample_cnt: u16,
+        /// Smallest RTT seen in slow start (µs).
+        pub delay_min: i32,
+        /// HyStart's ACK train: last ACK and start of the train (µs, u32 clock).
+        pub last_ack: u32,
+        pub round_start: u32,
+        /// `cwr=own`: the BPF port's CWR, whose members follow `struct cdg`'s
+        /// in the port's private struct (and in traces, with `cwr=own` only).
+        untraced own: OwnCwr,
+    }
+}
+
+private_state! {
+    /// `cwr=own`: the members `cdg.bpf.c` adds for the CWR it keeps itself.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct OwnCwr {
+        /// The port's CWR ends when an ACK passes this.
+        pub cwr_high_seq: u32,
+        /// The port's CWR is on.
+        pub in_cwr: bool,
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -319,15 +274,6 @@ pub fn nexp_u32(ux: u32) -> u32 {
     res
 }
 
-/// The kernel's `min_not_zero()`.
-fn min_not_zero(a: i32, b: i32) -> i32 {
-    match (a, b) {
-        (0, b) => b,
-        (a, 0) => a,
-        (a, b) => a.min(b),
-    }
-}
-
 /// `DIV_ROUND_CLOSEST(x, 64)` for a signed `x`.
 fn div_round_closest_64(x: i32) -> i32 {
     if x > 0 {
@@ -346,10 +292,6 @@ impl Cdg {
             expect_state: None,
             expect_backoff_cnt: None,
         }
-    }
-
-    pub fn params(&self) -> &CdgParams {
-        &self.params
     }
 
     pub fn state(&self) -> &CdgState {
@@ -405,7 +347,7 @@ impl Cdg {
             let old = st.gradients[st.tail as usize];
             st.gsum.min = st.gsum.min.wrapping_add(gmin.wrapping_sub(old.min));
             st.gsum.max = st.gsum.max.wrapping_add(gmax.wrapping_sub(old.max));
-            st.gradients[st.tail as usize] = MinMax {
+            st.gradients[st.tail as usize] = CdgMinMax {
                 min: gmin,
                 max: gmax,
             };
@@ -477,10 +419,10 @@ impl Cdg {
     /// would reach a round trip later; `cong_avoid` holds until an ACK
     /// passes `snd_nxt` of now. The core's state stays as it was.
     fn enter_own_cwr(&mut self, sk: &mut Sock) {
-        if sk.icsk_ca_state >= CaState::Cwr || self.st.in_cwr {
+        if sk.icsk_ca_state >= CaState::Cwr || self.st.own.in_cwr {
             return;
         }
-        self.st.cwr_high_seq = sk.snd_nxt;
+        self.st.own.cwr_high_seq = sk.snd_nxt;
         sk.snd_cwnd_cnt = 0;
         sk.snd_ssthresh = self.ssthresh(sk);
         if sk.ecn_flags & TCP_ECN_OK != 0 {
@@ -488,7 +430,7 @@ impl Cdg {
         }
         sk.snd_cwnd = sk.snd_cwnd.min(sk.snd_ssthresh);
         sk.snd_cwnd_stamp = sk.jiffies;
-        self.st.in_cwr = true;
+        self.st.own.in_cwr = true;
     }
 
     /// `cdg_end_cwr()` of cdg.bpf.c: `tcp_end_cwnd_reduction()` for the
@@ -515,22 +457,37 @@ impl Cdg {
         };
         self.st.rtt_seq = sk.snd_nxt;
         self.st.rtt_prev = self.st.rtt;
-        self.st.rtt = MinMax::default();
+        self.st.rtt = CdgMinMax::default();
         self.st.last_ack = 0;
         self.st.sample_cnt = 0;
         grad > 0 && self.backoff(sk, grad as u32)
     }
 }
 
+impl Declared for Cdg {
+    const NAME: &'static str = "cdg";
+    const SUMMARY: &'static str =
+        "Linux CDG: probabilistic backoff on the RTT gradient, shadow window, own HyStart";
+    type Params = CdgParams;
+
+    fn with_params(params: CdgParams) -> Cdg {
+        Cdg::new(params)
+    }
+
+    fn params(&self) -> &CdgParams {
+        &self.params
+    }
+}
+
 impl CongestionControl for Cdg {
     fn name(&self) -> &'static str {
-        "cdg"
+        Self::NAME
     }
 
     fn init(&mut self, sk: &mut Sock) {
         let w = self.params.window as usize;
         self.st.gradients = if w > 1 {
-            vec![MinMax::default(); w]
+            vec![CdgMinMax::default(); w]
         } else {
             Vec::new()
         };
@@ -545,13 +502,13 @@ impl CongestionControl for Cdg {
     fn ssthresh(&mut self, sk: &mut Sock) -> u32 {
         let cwnd = sk.snd_cwnd;
         let st = &mut self.st;
-        if st.in_cwr {
+        if st.own.in_cwr {
             // cwr=own: the core starts a reduction of its own (a loss)
             // inside the port's CWR. The kernel, in CWR already, would not
             // have asked: keep the backoff's threshold and let the core's
             // reduction take over (it completes with COMPLETE_CWR as CWR
             // does).
-            st.in_cwr = false;
+            st.own.in_cwr = false;
             return sk.snd_ssthresh;
         }
         if st.state == CDG_BACKOFF {
@@ -570,8 +527,8 @@ impl CongestionControl for Cdg {
     fn cong_avoid(&mut self, sk: &mut Sock, ack: u32, acked: u32) {
         // cwr=own: in CWR the kernel calls no cong_avoid; it leaves CWR when
         // an ACK passes high_seq, before that ACK's cong_avoid.
-        if self.st.in_cwr {
-            if !after(ack, self.st.cwr_high_seq) {
+        if self.st.own.in_cwr {
+            if !after(ack, self.st.own.cwr_high_seq) {
                 self.forget_forced_draw();
                 return;
             }
@@ -624,14 +581,13 @@ impl CongestionControl for Cdg {
         match ev {
             CaEvent::CwndRestart => {
                 let mut gradients = core::mem::take(&mut self.st.gradients);
-                gradients.fill(MinMax::default());
+                gradients.fill(CdgMinMax::default());
                 // Everything but the port's CWR, which idling does not end.
                 self.st = CdgState {
                     gradients,
                     rtt_seq: sk.snd_nxt,
                     shadow_wnd: sk.snd_cwnd,
-                    cwr_high_seq: self.st.cwr_high_seq,
-                    in_cwr: self.st.in_cwr,
+                    own: self.st.own,
                     ..CdgState::default()
                 };
             }
@@ -639,8 +595,8 @@ impl CongestionControl for Cdg {
                 self.st.state = CDG_UNKNOWN;
                 self.st.rtt_seq = sk.snd_nxt;
                 self.st.rtt_prev = self.st.rtt;
-                self.st.rtt = MinMax::default();
-                self.st.in_cwr = false;
+                self.st.rtt = CdgMinMax::default();
+                self.st.own.in_cwr = false;
             }
             _ => {}
         }
@@ -667,60 +623,14 @@ impl CongestionControl for Cdg {
     }
 
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        let s = &self.st;
-        for (name, v) in [
-            ("rtt_min", s.rtt.min as i64),
-            ("rtt_max", s.rtt.max as i64),
-            ("rtt_prev_min", s.rtt_prev.min as i64),
-            ("rtt_prev_max", s.rtt_prev.max as i64),
-            ("gsum_min", s.gsum.min as i64),
-            ("gsum_max", s.gsum.max as i64),
-            ("gfilled", s.gfilled as i64),
-            ("tail", s.tail as i64),
-            ("state", s.state as i64),
-            ("delack", s.delack as i64),
-            ("rtt_seq", s.rtt_seq as i64),
-            ("shadow_wnd", s.shadow_wnd as i64),
-            ("backoff_cnt", s.backoff_cnt as i64),
-            ("sample_cnt", s.sample_cnt as i64),
-            ("delay_min", s.delay_min as i64),
-            ("last_ack", s.last_ack as i64),
-            ("round_start", s.round_start as i64),
-        ] {
-            visit(name, v);
-        }
-        // The port's members after struct cdg's, as it lays them out.
+        self.st.visit(visit);
         if self.params.cwr == CdgCwr::Own {
-            visit("cwr_high_seq", s.cwr_high_seq as i64);
-            visit("in_cwr", s.in_cwr as i64);
+            self.st.own.visit(visit);
         }
     }
 
-    fn set_ca(&mut self, name: &str, v: i64) -> bool {
-        let s = &mut self.st;
-        match name {
-            "rtt_min" => s.rtt.min = v as i32,
-            "rtt_max" => s.rtt.max = v as i32,
-            "rtt_prev_min" => s.rtt_prev.min = v as i32,
-            "rtt_prev_max" => s.rtt_prev.max = v as i32,
-            "gsum_min" => s.gsum.min = v as i32,
-            "gsum_max" => s.gsum.max = v as i32,
-            "gfilled" => s.gfilled = v != 0,
-            "tail" => s.tail = v as u8,
-            "state" => s.state = v as u8,
-            "delack" => s.delack = v as u8,
-            "rtt_seq" => s.rtt_seq = v as u32,
-            "shadow_wnd" => s.shadow_wnd = v as u32,
-            "backoff_cnt" => s.backoff_cnt = v as u16,
-            "sample_cnt" => s.sample_cnt = v as u16,
-            "delay_min" => s.delay_min = v as i32,
-            "last_ack" => s.last_ack = v as u32,
-            "round_start" => s.round_start = v as u32,
-            "cwr_high_seq" if self.params.cwr == CdgCwr::Own => s.cwr_high_seq = v as u32,
-            "in_cwr" if self.params.cwr == CdgCwr::Own => s.in_cwr = v != 0,
-            _ => return false,
-        }
-        true
+    fn set_ca(&mut self, name: &str, cell: i64) -> bool {
+        self.st.set(name, cell) || (self.params.cwr == CdgCwr::Own && self.st.own.set(name, cell))
     }
 
     fn reads(&self) -> &'static [Field] {
@@ -731,7 +641,9 @@ impl CongestionControl for Cdg {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{Harness, Setup};
     use crate::sock::CaState;
+    use alloc::string::ToString;
 
     #[test]
     fn nexp_is_the_kernels_table_product() {
@@ -767,22 +679,20 @@ mod tests {
         assert!((p3 - 0.2854).abs() < 1e-3, "{p3}");
     }
 
-    fn cdg(params: CdgParams) -> (Cdg, Sock) {
-        let mut c = Cdg::new(params);
-        let mut sk = Sock::new(1000);
-        sk.snd_cwnd = 100;
-        sk.snd_ssthresh = 50;
-        sk.is_cwnd_limited = true;
-        c.init(&mut sk);
-        (c, sk)
+    /// CDG attached to a cwnd-limited connection at cwnd 100.
+    fn cdg(params: CdgParams) -> Harness<Cdg> {
+        let sk = Sock::new(1000).cwnd(100).ssthresh(50).cwnd_limited();
+        let mut h = Harness::new(Cdg::new(params), sk);
+        h.init();
+        h
     }
 
     fn set_round(c: &mut Cdg, prev: (i32, i32), cur: (i32, i32)) {
-        c.st.rtt_prev = MinMax {
+        c.st.rtt_prev = CdgMinMax {
             min: prev.0,
             max: prev.1,
         };
-        c.st.rtt = MinMax {
+        c.st.rtt = CdgMinMax {
             min: cur.0,
             max: cur.1,
         };
@@ -790,17 +700,18 @@ mod tests {
 
     #[test]
     fn gradients_sum_over_the_window_and_extrapolate_until_it_fills() {
-        let (mut c, _) = cdg(CdgParams {
+        let mut c = cdg(CdgParams {
             window: 4,
             ..CdgParams::default()
-        });
+        })
+        .cc;
         // Round 1: min +1000, max +2000: grad = gmin, scaled by 4/1.
         set_round(&mut c, (10_000, 12_000), (11_000, 14_000));
         assert_eq!(c.grad(), 4_000);
         assert_eq!(
             (c.st.gsum, c.st.tail),
             (
-                MinMax {
+                CdgMinMax {
                     min: 1000,
                     max: 2000
                 },
@@ -825,7 +736,7 @@ mod tests {
         assert_eq!(c.grad(), 500);
         assert_eq!(
             c.st.gsum,
-            MinMax {
+            CdgMinMax {
                 min: -1400,
                 max: 500
             }
@@ -836,11 +747,12 @@ mod tests {
 
     #[test]
     fn tolerance_classifies_the_queue_from_rounded_gradients() {
-        let (mut c, _) = cdg(CdgParams {
+        let mut c = cdg(CdgParams {
             window: 1,
             use_tolerance: true,
             ..CdgParams::default()
-        });
+        })
+        .cc;
         // Window 1: no sums, filled at once.
         set_round(&mut c, (10_000, 20_000), (10_100, 20_000));
         assert_eq!(c.grad(), 100);
@@ -859,72 +771,61 @@ mod tests {
         assert_eq!(c.st.state, CDG_NONFULL, "a shrinking max: not full");
     }
 
-    fn ack(c: &mut Cdg, sk: &mut Sock, rtt: i32, pkts: u32) {
-        c.pkts_acked(
-            sk,
-            &AckSample {
-                pkts_acked: pkts,
-                rtt_us: rtt,
-                in_flight: 0,
-            },
-        );
-    }
-
     /// One round at RTT `rtt`, ended by an ACK past `rtt_seq`.
-    fn round(c: &mut Cdg, sk: &mut Sock, rtt: i32) {
-        ack(c, sk, rtt, 2);
-        let end = c.st.rtt_seq.wrapping_add(1);
-        sk.snd_nxt = end.wrapping_add(100 * 1448);
-        c.cong_avoid(sk, end, 1);
+    fn round(h: &mut Harness<Cdg>, rtt: i32) {
+        h.acked(2, rtt);
+        let end = h.cc.st.rtt_seq.wrapping_add(1);
+        h.sk.snd_nxt = end.wrapping_add(100 * 1448);
+        h.cong_avoid(end, 1);
     }
 
     #[test]
     fn a_backoff_enters_cwr_at_beta_and_keeps_a_shadow() {
-        let (mut c, mut sk) = cdg(CdgParams::default());
-        c.set_random_seed(1);
-        round(&mut c, &mut sk, 10_000);
+        let mut h = cdg(CdgParams::default());
+        h.cc.set_random_seed(1);
+        round(&mut h, 10_000);
         // The draw is forced as a replay would force it.
-        c.expect_random("backoff_cnt", 1);
-        round(&mut c, &mut sk, 12_000);
-        assert_eq!(sk.icsk_ca_state, CaState::Cwr);
-        assert_eq!(c.st.state, CDG_BACKOFF);
-        assert_eq!(sk.snd_ssthresh, 70, "100 * 724 >> 10");
+        h.cc.expect_random("backoff_cnt", 1);
+        round(&mut h, 12_000);
+        assert_eq!(h.sk.icsk_ca_state, CaState::Cwr);
+        assert_eq!(h.cc.st.state, CDG_BACKOFF);
+        assert_eq!(h.sk.snd_ssthresh, 70, "100 * 724 >> 10");
         assert_eq!(
-            (sk.prior_cwnd, sk.snd_cwnd),
+            (h.sk.prior_cwnd, h.sk.snd_cwnd),
             (100, 100),
             "no growth on a backoff"
         );
-        assert_eq!(c.st.shadow_wnd, 100);
-        assert_eq!(c.st.backoff_cnt, 1);
+        assert_eq!(h.cc.st.shadow_wnd, 100);
+        assert_eq!(h.cc.st.backoff_cnt, 1);
         // CWR completes: the shadow survives, the round restarts.
-        sk.icsk_ca_state = CaState::Open;
-        sk.snd_cwnd = 70;
-        c.cwnd_event(&mut sk, CaEvent::CompleteCwr);
-        assert_eq!(c.st.state, CDG_UNKNOWN);
+        h.sk.icsk_ca_state = CaState::Open;
+        h.sk.snd_cwnd = 70;
+        h.event(CaEvent::CompleteCwr);
+        assert_eq!(h.cc.st.state, CDG_UNKNOWN);
         // A loss now halves the shadow, not the reduced window: 50 > 35.
-        assert_eq!(c.ssthresh(&mut sk), 50);
-        let mut no_shadow = c.clone();
-        no_shadow.params.use_shadow = false;
-        no_shadow.st.shadow_wnd = 100;
-        assert_eq!(no_shadow.ssthresh(&mut sk), 35);
+        assert_eq!(h.ssthresh(), 50);
+        let mut no_shadow = h.clone();
+        no_shadow.cc.params.use_shadow = false;
+        no_shadow.cc.st.shadow_wnd = 100;
+        assert_eq!(no_shadow.ssthresh(), 35);
     }
 
     #[test]
     fn ineffectual_backoffs_stop_after_use_ineff() {
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             use_ineff: 2,
             ..CdgParams::default()
         });
-        round(&mut c, &mut sk, 10_000);
+        round(&mut h, 10_000);
         let mut rtt = 10_000;
         for n in 1..=3u16 {
             rtt += 1000;
-            sk.icsk_ca_state = CaState::Open;
-            c.st.state = CDG_UNKNOWN;
-            c.expect_random("backoff_cnt", n as i64);
-            round(&mut c, &mut sk, rtt);
-            assert_eq!(c.st.backoff_cnt, n);
-            let backed_off = sk.icsk_ca_state == CaState::Cwr;
+            h.sk.icsk_ca_state = CaState::Open;
+            h.cc.st.state = CDG_UNKNOWN;
+            h.cc.expect_random("backoff_cnt", n as i64);
+            round(&mut h, rtt);
+            assert_eq!(h.cc.st.backoff_cnt, n);
+            let backed_off = h.sk.icsk_ca_state == CaState::Cwr;
             assert_eq!(backed_off, n <= 2, "draw {n}");
         }
     }
@@ -933,17 +834,17 @@ mod tests {
     fn seeded_draws_back_off_at_about_the_published_probability() {
         // grad 8000 with G = 3: P = 28.5%. Count fired draws over many
         // rounds with a steady gradient.
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             window: 1,
             use_ineff: 0,
             ..CdgParams::default()
         });
-        c.set_random_seed(7);
+        h.cc.set_random_seed(7);
         let mut fired = 0;
         for _ in 0..4000 {
-            c.st.state = CDG_UNKNOWN;
-            sk.icsk_ca_state = CaState::Open;
-            if c.backoff(&mut sk, 8_000) {
+            h.cc.st.state = CDG_UNKNOWN;
+            h.sk.icsk_ca_state = CaState::Open;
+            if h.cc.backoff(&mut h.sk, 8_000) {
                 fired += 1;
             }
         }
@@ -952,122 +853,122 @@ mod tests {
 
     #[test]
     fn the_delayed_ack_filter_keeps_delayed_samples_out_of_the_max() {
-        let (mut c, mut sk) = cdg(CdgParams::default());
-        ack(&mut c, &mut sk, 10_000, 2);
-        assert_eq!(c.st.delack, 1);
-        ack(&mut c, &mut sk, 30_000, 1);
+        let mut h = cdg(CdgParams::default());
+        h.acked(2, 10_000);
+        assert_eq!(h.cc.st.delack, 1);
+        h.acked(1, 30_000);
         assert_eq!(
-            c.st.rtt,
-            MinMax {
+            h.cc.st.rtt,
+            CdgMinMax {
                 min: 10_000,
                 max: 10_000
             }
         );
-        assert_eq!(c.st.delack, 0);
-        ack(&mut c, &mut sk, 30_000, 1);
+        assert_eq!(h.cc.st.delack, 0);
+        h.acked(1, 30_000);
         assert_eq!(
-            c.st.rtt,
-            MinMax {
+            h.cc.st.rtt,
+            CdgMinMax {
                 min: 10_000,
                 max: 30_000
             }
         );
         // With SACKed data outstanding the filter is off.
-        ack(&mut c, &mut sk, 9_000, 2);
-        sk.sacked_out = 1;
-        ack(&mut c, &mut sk, 40_000, 1);
+        h.acked(2, 9_000);
+        h.sk.sacked_out = 1;
+        h.acked(1, 40_000);
         assert_eq!(
-            c.st.rtt,
-            MinMax {
+            h.cc.st.rtt,
+            CdgMinMax {
                 min: 9_000,
                 max: 40_000
             }
         );
         // No sample: nothing.
-        ack(&mut c, &mut sk, -1, 1);
-        assert_eq!(c.st.rtt.max, 40_000);
+        h.acked(1, -1);
+        assert_eq!(h.cc.st.rtt.max, 40_000);
     }
 
     #[test]
     fn hystart_ack_train_ends_slow_start_after_half_the_min_rtt() {
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             hystart_detect: HYSTART_ACK_TRAIN,
             ..CdgParams::default()
         });
-        sk.snd_ssthresh = u32::MAX >> 1;
-        sk.snd_cwnd = 20;
-        sk.snd_nxt = 1_000_000;
-        c.init(&mut sk);
-        ack(&mut c, &mut sk, 10_000, 2);
+        h.sk.snd_ssthresh = u32::MAX >> 1;
+        h.sk.snd_cwnd = 20;
+        h.sk.snd_nxt = 1_000_000;
+        h.init();
+        h.acked(2, 10_000);
         // ACKs 1 ms apart from t = 1 s: the train passes 5 ms at t + 6 ms.
         for k in 0..=6u64 {
-            sk.set_clock(1_000_000 + k * 1000);
-            let before = sk.snd_cwnd;
-            c.cong_avoid(&mut sk, 1, 1);
+            h.at(1_000_000 + k * 1000);
+            let before = h.sk.snd_cwnd;
+            h.cong_avoid(1, 1);
             if k < 6 {
-                assert!(sk.in_slow_start(), "exited at {k} ms");
+                assert!(h.sk.in_slow_start(), "exited at {k} ms");
             } else {
-                assert_eq!(sk.snd_ssthresh, before);
+                assert_eq!(h.sk.snd_ssthresh, before);
             }
         }
         // A gap of 3 ms or more breaks the train (no exit, no restart).
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             hystart_detect: HYSTART_ACK_TRAIN,
             ..CdgParams::default()
         });
-        sk.snd_ssthresh = u32::MAX >> 1;
-        sk.snd_cwnd = 20;
-        ack(&mut c, &mut sk, 10_000, 2);
+        h.sk.snd_ssthresh = u32::MAX >> 1;
+        h.sk.snd_cwnd = 20;
+        h.acked(2, 10_000);
         for k in 0..=6u64 {
-            sk.set_clock(1_000_000 + k * 3000);
-            c.cong_avoid(&mut sk, 0, 1);
+            h.at(1_000_000 + k * 3000);
+            h.cong_avoid(0, 1);
         }
-        assert!(sk.in_slow_start());
+        assert!(h.sk.in_slow_start());
     }
 
     #[test]
     fn hystart_delay_ends_slow_start_when_the_round_min_rises_an_eighth() {
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             hystart_detect: HYSTART_DELAY,
             ..CdgParams::default()
         });
-        sk.snd_ssthresh = u32::MAX >> 1;
-        sk.snd_cwnd = 10;
-        round(&mut c, &mut sk, 10_000);
-        assert_eq!(c.st.delay_min, 10_000);
+        h.sk.snd_ssthresh = u32::MAX >> 1;
+        h.sk.snd_cwnd = 10;
+        round(&mut h, 10_000);
+        assert_eq!(h.cc.st.delay_min, 10_000);
         // Next round at 11,300 us > 10,000 + 1,250: the ninth call exits.
-        ack(&mut c, &mut sk, 11_300, 2);
+        h.acked(2, 11_300);
         for k in 0..9 {
-            assert!(sk.in_slow_start(), "exited after {k} calls");
-            c.cong_avoid(&mut sk, 0, 0);
+            assert!(h.sk.in_slow_start(), "exited after {k} calls");
+            h.cong_avoid(0, 0);
         }
-        assert!(!sk.in_slow_start());
+        assert!(!h.sk.in_slow_start());
         // 11,200 us would not have.
-        let (mut c, mut sk) = cdg(CdgParams {
+        let mut h = cdg(CdgParams {
             hystart_detect: HYSTART_DELAY,
             ..CdgParams::default()
         });
-        sk.snd_ssthresh = u32::MAX >> 1;
-        round(&mut c, &mut sk, 10_000);
-        ack(&mut c, &mut sk, 11_200, 2);
+        h.sk.snd_ssthresh = u32::MAX >> 1;
+        round(&mut h, 10_000);
+        h.acked(2, 11_200);
         for _ in 0..20 {
-            c.cong_avoid(&mut sk, 0, 0);
+            h.cong_avoid(0, 0);
         }
-        assert!(sk.in_slow_start());
+        assert!(h.sk.in_slow_start());
     }
 
     #[test]
     fn restart_after_idle_forgets_everything_but_the_window_buffer() {
-        let (mut c, mut sk) = cdg(CdgParams::default());
-        round(&mut c, &mut sk, 10_000);
-        round(&mut c, &mut sk, 10_000);
-        c.st.gradients[0] = MinMax { min: 5, max: 6 };
-        sk.snd_nxt = 777;
-        sk.snd_cwnd = 33;
-        c.cwnd_event(&mut sk, CaEvent::CwndRestart);
-        assert_eq!(c.st.gradients, vec![MinMax::default(); 8]);
-        assert_eq!((c.st.rtt_seq, c.st.shadow_wnd), (777, 33));
-        assert_eq!(c.st.rtt_prev, MinMax::default());
+        let mut h = cdg(CdgParams::default());
+        round(&mut h, 10_000);
+        round(&mut h, 10_000);
+        h.cc.st.gradients[0] = CdgMinMax { min: 5, max: 6 };
+        h.sk.snd_nxt = 777;
+        h.sk.snd_cwnd = 33;
+        h.event(CaEvent::CwndRestart);
+        assert_eq!(h.cc.st.gradients, vec![CdgMinMax::default(); 8]);
+        assert_eq!((h.cc.st.rtt_seq, h.cc.st.shadow_wnd), (777, 33));
+        assert_eq!(h.cc.st.rtt_prev, CdgMinMax::default());
     }
 
     fn own() -> CdgParams {
@@ -1079,81 +980,81 @@ mod tests {
 
     /// Two rounds at 10 and 12 ms with the second one's draw forced to
     /// fire: a backoff at cwnd 100 (gradient 2000 us, 16000 extrapolated).
-    fn back_off(params: CdgParams) -> (Cdg, Sock) {
-        let (mut c, mut sk) = cdg(params);
-        sk.ecn_flags = TCP_ECN_OK;
-        sk.set_clock(2_000_000);
-        round(&mut c, &mut sk, 10_000);
-        c.expect_random("backoff_cnt", 1);
-        round(&mut c, &mut sk, 12_000);
-        (c, sk)
+    fn back_off(params: CdgParams) -> Harness<Cdg> {
+        let mut h = cdg(params);
+        h.sk.ecn_flags = TCP_ECN_OK;
+        h.at(2_000_000);
+        round(&mut h, 10_000);
+        h.cc.expect_random("backoff_cnt", 1);
+        round(&mut h, 12_000);
+        h
     }
 
     #[test]
     fn own_cwr_cuts_cwnd_at_once_and_holds_until_an_ack_passes_the_backoffs_snd_nxt() {
-        let (mut c, mut sk) = back_off(own());
+        let mut h = back_off(own());
         // The backoff's round ended at ACK 144,802 with snd_nxt 289,602.
-        assert_eq!(c.st.state, CDG_BACKOFF);
-        assert!(c.st.in_cwr);
-        assert_eq!(c.st.cwr_high_seq, 289_602);
+        assert_eq!(h.cc.st.state, CDG_BACKOFF);
+        assert!(h.cc.st.own.in_cwr);
+        assert_eq!(h.cc.st.own.cwr_high_seq, 289_602);
         assert_eq!(
-            (sk.snd_cwnd, sk.snd_ssthresh, sk.snd_cwnd_cnt),
+            (h.sk.snd_cwnd, h.sk.snd_ssthresh, h.sk.snd_cwnd_cnt),
             (70, 70, 0),
             "cwnd cut to 100 * 724 >> 10 at once"
         );
-        assert_eq!(sk.snd_cwnd_stamp, sk.jiffies);
-        assert_eq!(sk.ecn_flags, TCP_ECN_OK | TCP_ECN_QUEUE_CWR);
+        assert_eq!(h.sk.snd_cwnd_stamp, h.sk.jiffies);
+        assert_eq!(h.sk.ecn_flags, TCP_ECN_OK | TCP_ECN_QUEUE_CWR);
         // The core's state is the core's: no CWR, no prior_cwnd.
-        assert_eq!((sk.icsk_ca_state, sk.prior_cwnd), (CaState::Open, 0));
-        assert_eq!((c.st.shadow_wnd, c.st.backoff_cnt), (100, 1));
+        assert_eq!((h.sk.icsk_ca_state, h.sk.prior_cwnd), (CaState::Open, 0));
+        assert_eq!((h.cc.st.shadow_wnd, h.cc.st.backoff_cnt), (100, 1));
 
         // ACKs up to the backoff's snd_nxt: no growth (100 segments acked
         // at cwnd 70 would add one), no round, but RTT samples still count.
-        ack(&mut c, &mut sk, 11_000, 2);
+        h.acked(2, 11_000);
         for a in [200_000, 289_602] {
-            c.cong_avoid(&mut sk, a, 100);
-            assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (70, 0), "ack {a}");
-            assert!(c.st.in_cwr);
+            h.cong_avoid(a, 100);
+            assert_eq!((h.sk.snd_cwnd, h.sk.snd_cwnd_cnt), (70, 0), "ack {a}");
+            assert!(h.cc.st.own.in_cwr);
         }
         assert_eq!(
-            c.st.rtt,
-            MinMax {
+            h.cc.st.rtt,
+            CdgMinMax {
                 min: 11_000,
                 max: 11_000
             }
         );
-        assert_eq!(c.st.rtt_seq, 289_602);
+        assert_eq!(h.cc.st.rtt_seq, 289_602);
 
         // The next ACK ends it as tcp_end_cwnd_reduction() does: cwnd to
         // ssthresh (the core had lowered it to 60), COMPLETE_CWR (state
         // UNKNOWN, the round restarts from snd_nxt), then this ACK's own
         // congestion avoidance.
-        sk.snd_cwnd = 60;
-        sk.snd_nxt = 500_000;
-        sk.set_clock(2_100_000);
-        c.cong_avoid(&mut sk, 289_603, 1);
-        assert!(!c.st.in_cwr);
-        assert_eq!(c.st.state, CDG_UNKNOWN);
-        assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (70, 1));
-        assert_eq!(sk.snd_cwnd_stamp, sk.jiffies);
-        assert_eq!(c.st.rtt_seq, 500_000);
+        h.sk.snd_cwnd = 60;
+        h.sk.snd_nxt = 500_000;
+        h.at(2_100_000);
+        h.cong_avoid(289_603, 1);
+        assert!(!h.cc.st.own.in_cwr);
+        assert_eq!(h.cc.st.state, CDG_UNKNOWN);
+        assert_eq!((h.sk.snd_cwnd, h.sk.snd_cwnd_cnt), (70, 1));
+        assert_eq!(h.sk.snd_cwnd_stamp, h.sk.jiffies);
+        assert_eq!(h.cc.st.rtt_seq, 500_000);
         assert_eq!(
-            c.st.rtt_prev,
-            MinMax {
+            h.cc.st.rtt_prev,
+            CdgMinMax {
                 min: 11_000,
                 max: 11_000
             }
         );
-        assert_eq!(c.st.rtt, MinMax::default());
+        assert_eq!(h.cc.st.rtt, CdgMinMax::default());
         // Growth is Reno's again: 69 more segments make 71.
-        c.cong_avoid(&mut sk, 289_604, 69);
-        assert_eq!((sk.snd_cwnd, sk.snd_cwnd_cnt), (71, 0));
+        h.cong_avoid(289_604, 69);
+        assert_eq!((h.sk.snd_cwnd, h.sk.snd_cwnd_cnt), (71, 0));
     }
 
     #[test]
     fn own_and_kernel_cwr_set_the_same_threshold_and_differ_in_the_window() {
-        let (kc, ksk) = back_off(CdgParams::default());
-        let (oc, osk) = back_off(own());
+        let Harness { cc: kc, sk: ksk } = back_off(CdgParams::default());
+        let Harness { cc: oc, sk: osk } = back_off(own());
         assert_eq!(ksk.snd_ssthresh, osk.snd_ssthresh);
         assert_eq!((ksk.snd_cwnd, osk.snd_cwnd), (100, 70));
         assert_eq!(
@@ -1161,7 +1062,7 @@ mod tests {
             (CaState::Cwr, CaState::Open)
         );
         assert_eq!((ksk.prior_cwnd, ksk.high_seq), (100, 289_602));
-        assert!(!kc.st.in_cwr && oc.st.in_cwr);
+        assert!(!kc.st.own.in_cwr && oc.st.own.in_cwr);
         // The kernel's variant names no members it does not have.
         let names = |c: &Cdg| {
             let mut v = Vec::new();
@@ -1181,57 +1082,60 @@ mod tests {
 
     #[test]
     fn a_loss_inside_own_cwr_keeps_the_backoffs_threshold() {
-        let (mut c, mut sk) = back_off(own());
+        let mut h = back_off(own());
         // The core enters Recovery: its tcp_init_cwnd_reduction() asks.
-        assert_eq!(c.ssthresh(&mut sk), 70, "not 70 * 724 >> 10 = 49");
-        assert!(!c.st.in_cwr);
-        assert_eq!(c.st.shadow_wnd, 100, "a loss did not halve the shadow");
+        assert_eq!(h.ssthresh(), 70, "not 70 * 724 >> 10 = 49");
+        assert!(!h.cc.st.own.in_cwr);
+        assert_eq!(h.cc.st.shadow_wnd, 100, "a loss did not halve the shadow");
         // The core's reduction owns the window now: cong_avoid grows again
         // once the core calls it.
-        sk.icsk_ca_state = CaState::Recovery;
-        c.cwnd_event(&mut sk, CaEvent::CompleteCwr);
-        sk.icsk_ca_state = CaState::Open;
-        sk.snd_cwnd = 70;
-        sk.snd_cwnd_cnt = 69;
-        c.cong_avoid(&mut sk, 1, 1);
-        assert_eq!(sk.snd_cwnd, 71);
+        h.sk.icsk_ca_state = CaState::Recovery;
+        h.event(CaEvent::CompleteCwr);
+        h.sk.icsk_ca_state = CaState::Open;
+        h.sk.snd_cwnd = 70;
+        h.sk.snd_cwnd_cnt = 69;
+        h.cong_avoid(1, 1);
+        assert_eq!(h.sk.snd_cwnd, 71);
         // A second loss is CDG's ordinary one.
-        c.st.state = CDG_UNKNOWN;
-        assert_eq!(c.ssthresh(&mut sk), 50, "the shadow, halved");
+        h.cc.st.state = CDG_UNKNOWN;
+        assert_eq!(h.ssthresh(), 50, "the shadow, halved");
     }
 
     #[test]
     fn own_cwr_is_entered_once_and_not_inside_the_cores_reduction() {
         for state in [CaState::Cwr, CaState::Recovery, CaState::Loss] {
-            let (mut c, mut sk) = cdg(own());
-            sk.icsk_ca_state = state;
-            sk.snd_ssthresh = 80;
-            c.st.state = CDG_BACKOFF;
-            c.enter_own_cwr(&mut sk);
-            assert_eq!((sk.snd_cwnd, sk.snd_ssthresh), (100, 80), "{state:?}");
-            assert!(!c.st.in_cwr);
+            let mut h = cdg(own());
+            h.sk.icsk_ca_state = state;
+            h.sk.snd_ssthresh = 80;
+            h.cc.st.state = CDG_BACKOFF;
+            h.cc.enter_own_cwr(&mut h.sk);
+            assert_eq!((h.sk.snd_cwnd, h.sk.snd_ssthresh), (100, 80), "{state:?}");
+            assert!(!h.cc.st.own.in_cwr);
         }
-        let (mut c, mut sk) = back_off(own());
-        sk.snd_nxt = 1;
-        c.enter_own_cwr(&mut sk);
-        assert_eq!((sk.snd_cwnd, c.st.cwr_high_seq), (70, 289_602));
+        let mut h = back_off(own());
+        h.sk.snd_nxt = 1;
+        h.cc.enter_own_cwr(&mut h.sk);
+        assert_eq!((h.sk.snd_cwnd, h.cc.st.own.cwr_high_seq), (70, 289_602));
     }
 
     #[test]
     fn restart_after_idle_keeps_the_own_cwr() {
-        let (mut c, mut sk) = back_off(own());
-        sk.snd_nxt = 999;
-        c.cwnd_event(&mut sk, CaEvent::CwndRestart);
-        assert_eq!((c.st.in_cwr, c.st.cwr_high_seq), (true, 289_602));
+        let mut h = back_off(own());
+        h.sk.snd_nxt = 999;
+        h.event(CaEvent::CwndRestart);
         assert_eq!(
-            (c.st.state, c.st.rtt_seq, c.st.backoff_cnt),
+            (h.cc.st.own.in_cwr, h.cc.st.own.cwr_high_seq),
+            (true, 289_602)
+        );
+        assert_eq!(
+            (h.cc.st.state, h.cc.st.rtt_seq, h.cc.st.backoff_cnt),
             (CDG_UNKNOWN, 999, 0)
         );
     }
 
     #[test]
     fn the_cwr_parameter_parses_and_prints_canonically() {
-        use crate::spec::Algorithm;
+        use crate::Algorithm;
         let spec = |s: &str| {
             s.parse::<Algorithm>()
                 .map(|a| a.spec())

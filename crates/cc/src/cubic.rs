@@ -45,13 +45,15 @@
 //! Where this file departs from the kernel (only where the kernel would hang
 //! or is ambiguous), docs/ALGORITHMS.md says so.
 
-use crate::aimd::{tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start};
+use crate::aimd::{reads, tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS};
+pub use crate::hystart::SlowStartExit;
 use crate::hystart::{Hystart, HystartConfig};
 use crate::hystart_pp::HystartPP;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
-use crate::params::{flag_value, int_value, ParamError, ParamInfo, Params};
+use crate::params::{flag_value, param_enum, params, Token};
+use crate::registry::Declared;
 use crate::sock::{after, usecs_to_jiffies, CaState, Field, Sock};
-use alloc::string::{String, ToString};
+use crate::state::{private_state, PrivateState};
 
 /// `BICTCP_BETA_SCALE`: beta is a fraction of 1024.
 pub const BICTCP_BETA_SCALE: u32 = 1024;
@@ -95,200 +97,129 @@ pub fn cubic_root(a: u64) -> u32 {
     x.wrapping_mul(341) >> 10
 }
 
-/// How CUBIC estimates the window Reno would have (the TCP-friendly region).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Friendly {
-    /// Linux: count ACKs; Reno's window grows one segment per
-    /// `cwnd * beta_scale / 8` ACKed segments, i.e. at `3(1-beta)/(1+beta)`
-    /// segments per round trip.
-    #[default]
-    Linux,
-    /// RFC 8312 Eq. 4 as stock FreeBSD computed it before review D46546:
-    /// `W_est = W_max * beta + 3(1-beta)/(1+beta) * t / RTT`, with the
-    /// elapsed time t and the RTT both counted in whole ticks of the jiffies
-    /// clock, the RTT at least one tick. On a coarse clock (HZ=100) and a
-    /// sub-millisecond path the RTT reads as 10 ms and W_est barely grows:
-    /// the throughput collapse seed 001 reports.
-    Eq4,
-    /// FreeBSD after D46546: emulate NewReno's AIMD (one segment per window
-    /// of ACKed segments, alpha = 1) from the window at the start of the
-    /// epoch, by counting ACKs. Needs no clock at all.
-    NewReno,
-    /// No friendliness (the kernel's `tcp_friendliness=0`).
-    Off,
-}
-
-impl Friendly {
-    fn name(self) -> &'static str {
-        match self {
-            Friendly::Linux => "linux",
-            Friendly::Eq4 => "eq4",
-            Friendly::NewReno => "newreno",
-            Friendly::Off => "off",
-        }
+param_enum! {
+    /// How CUBIC estimates the window Reno would have (the TCP-friendly
+    /// region); the numbers are cubic.bpf.c's `FRIENDLY_*`.
+    pub enum Friendly {
+        /// Linux: count ACKs; Reno's window grows one segment per
+        /// `cwnd * beta_scale / 8` ACKed segments, i.e. at `3(1-beta)/(1+beta)`
+        /// segments per round trip.
+        #[default]
+        Linux = 0 => "linux",
+        /// RFC 8312 Eq. 4 as stock FreeBSD computed it before review D46546:
+        /// `W_est = W_max * beta + 3(1-beta)/(1+beta) * t / RTT`, with the
+        /// elapsed time t and the RTT both counted in whole ticks of the jiffies
+        /// clock, the RTT at least one tick. On a coarse clock (HZ=100) and a
+        /// sub-millisecond path the RTT reads as 10 ms and W_est barely grows:
+        /// the throughput collapse seed 001 reports.
+        Eq4 = 1 => "eq4",
+        /// FreeBSD after D46546: emulate NewReno's AIMD (one segment per window
+        /// of ACKed segments, alpha = 1) from the window at the start of the
+        /// epoch, by counting ACKs. Needs no clock at all.
+        NewReno = 2 => "newreno",
+        /// No friendliness (the kernel's `tcp_friendliness=0`).
+        Off = 3 => "off",
     }
 }
 
-/// Which slow-start exit runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SlowStartExit {
-    /// Plain slow start, exit on loss only (`hystart=0`).
-    Off,
-    /// Linux HyStart (`hystart=1`, the default).
-    #[default]
-    Linux,
-    /// HyStart++, RFC 9406.
-    HystartPP,
-}
-
-/// CUBIC's parameters: the kernel's module parameters, per instance, plus
-/// the `friendly` estimator and the `hystart=hspp` choice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CubicParams {
-    /// Remember a lower W_max when losses come below the last one.
-    pub fast_convergence: bool,
-    /// Multiplicative decrease, /1024 (default 717, about 0.7).
-    pub beta: u32,
-    /// ssthresh at init when HyStart is off (0: leave it infinite).
-    pub initial_ssthresh: u32,
-    /// The cubic coefficient: C = bic_scale * 10 / 1024 segments/s^3
-    /// (default 41, C = 0.4).
-    pub bic_scale: u32,
-    /// TCP-friendliness estimator.
-    pub friendly: Friendly,
-    /// Slow-start exit.
-    pub hystart: SlowStartExit,
-    /// Linux HyStart tunables.
-    pub hystart_cfg: HystartConfig,
-}
-
-impl Default for CubicParams {
-    fn default() -> Self {
-        CubicParams {
-            fast_convergence: true,
-            beta: 717,
-            initial_ssthresh: 0,
-            bic_scale: 41,
-            friendly: Friendly::Linux,
-            hystart: SlowStartExit::Linux,
-            hystart_cfg: HystartConfig::default(),
-        }
+/// CUBIC's `hystart`: the kernel's `0|1`, also `on|off`, `linux`, and
+/// `hspp` for HyStart++.
+fn slow_start_exit(v: &str) -> Option<SlowStartExit> {
+    match v {
+        "hspp" => Some(SlowStartExit::HystartPP),
+        "linux" => Some(SlowStartExit::Linux),
+        _ => flag_value(v).map(|on| {
+            if on {
+                SlowStartExit::Linux
+            } else {
+                SlowStartExit::Off
+            }
+        }),
     }
 }
 
-impl Params for CubicParams {
-    const INFO: &'static [ParamInfo] = &[
-        ParamInfo {
-            key: "hystart",
-            values: "on|off|hspp",
+params! {
+    /// CUBIC's parameters: the kernel's module parameters, per instance, plus
+    /// the `friendly` estimator and the `hystart=hspp` choice.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct CubicParams {
+        /// Slow-start exit.
+        hystart: SlowStartExit {
+            default: SlowStartExit::Linux,
+            parse: slow_start_exit,
             help: "slow-start exit: Linux HyStart (on, default), none, or HyStart++ (RFC 9406)",
+            token: Token::Values(&[("off", "nohs"), ("hspp", "hspp")]),
         },
-        ParamInfo {
-            key: "friendly",
-            values: "linux|eq4|newreno|off",
+        /// TCP-friendliness estimator.
+        friendly: Friendly {
+            default: Friendly::Linux,
             help: "TCP-friendly estimator: Linux ACK counting (default), RFC 8312 Eq. 4 on the jiffies clock, FreeBSD NewReno emulation, none",
+            token: Token::Values(&[("off", "nofr"), ("eq4", "eq4"), ("newreno", "nr")]),
         },
-        ParamInfo {
-            key: "beta",
-            values: "1..1023",
+        /// Multiplicative decrease, /1024 (default 717, about 0.7).
+        beta: u32 {
+            default: 717,
+            range: 1..=1023,
             help: "multiplicative decrease, /1024 (default 717)",
+            token: Token::Prefix("b"),
         },
-        ParamInfo {
-            key: "fast_convergence",
-            values: "0|1",
+        /// Remember a lower W_max when losses come below the last one.
+        fast_convergence: bool {
+            default: true,
             help: "lower W_max when a loss comes below the previous one (default 1)",
+            token: Token::Values(&[("0", "nofc")]),
         },
-        ParamInfo {
-            key: "bic_scale",
-            values: "1..1023",
+        /// The cubic coefficient: C = bic_scale * 10 / 1024 segments/s^3
+        /// (default 41, C = 0.4).
+        bic_scale: u32 {
+            default: 41,
+            range: 1..=1023,
             help: "cubic coefficient C, /1024 after the kernel's scaling (default 41)",
+            token: Token::Prefix("c"),
         },
-        ParamInfo {
-            key: "initial_ssthresh",
-            values: "0..2147483647",
+        /// ssthresh at init when HyStart is off (0: leave it infinite).
+        initial_ssthresh: u32 {
+            default: 0,
+            range: 0..=2147483647,
             help: "ssthresh at start when hystart=off (default 0: infinite)",
+            token: Token::Prefix("is"),
         },
-        ParamInfo {
-            key: "tcp_friendliness",
-            values: "0|1",
+        /// The kernel's switch, printed through `friendly`.
+        tcp_friendliness: bool => friendly {
+            map: |on| if on { Friendly::Linux } else { Friendly::Off },
             help: "the kernel's switch: 0 is friendly=off, 1 is friendly=linux",
         },
-        ParamInfo {
-            key: "hystart_detect",
-            values: "1..3",
+        /// Linux HyStart's detectors ([`HystartConfig::detect`]).
+        hystart_detect: u32 {
+            default: HystartConfig::DEFAULT.detect as u32,
+            range: 1..=3,
             help: "HyStart detectors: 1 ACK train, 2 delay, 3 both (default 3)",
+            token: Token::Prefix("hd"),
         },
-        ParamInfo {
-            key: "hystart_low_window",
-            values: "0..4294967295",
+        /// [`HystartConfig::low_window`].
+        hystart_low_window: u32 {
+            default: HystartConfig::DEFAULT.low_window,
             help: "cwnd below which HyStart does not judge (default 16)",
+            token: Token::Prefix("lw"),
         },
-        ParamInfo {
-            key: "hystart_ack_delta_us",
-            values: "0..2147483647",
+        /// [`HystartConfig::ack_delta_us`].
+        hystart_ack_delta_us: u32 {
+            default: HystartConfig::DEFAULT.ack_delta_us,
+            range: 0..=2147483647,
             help: "ACK spacing that forms a train, us (default 2000)",
+            token: Token::Prefix("ad"),
         },
-    ];
-
-    fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
-        let bad = || ParamError::value(key, v);
-        match key {
-            "hystart" => {
-                self.hystart = match v {
-                    "hspp" => SlowStartExit::HystartPP,
-                    "linux" => SlowStartExit::Linux,
-                    _ if flag_value(v).ok_or_else(bad)? => SlowStartExit::Linux,
-                    _ => SlowStartExit::Off,
-                }
-            }
-            "friendly" => {
-                self.friendly = match v {
-                    "linux" => Friendly::Linux,
-                    "eq4" => Friendly::Eq4,
-                    "newreno" => Friendly::NewReno,
-                    "off" => Friendly::Off,
-                    _ => return Err(bad()),
-                }
-            }
-            "tcp_friendliness" => {
-                self.friendly = if flag_value(v).ok_or_else(bad)? {
-                    Friendly::Linux
-                } else {
-                    Friendly::Off
-                }
-            }
-            "beta" => self.beta = int_value(key, v, 1, 1023)?,
-            "fast_convergence" => self.fast_convergence = flag_value(v).ok_or_else(bad)?,
-            "bic_scale" => self.bic_scale = int_value(key, v, 1, 1023)?,
-            "initial_ssthresh" => self.initial_ssthresh = int_value(key, v, 0, i32::MAX as u32)?,
-            "hystart_detect" => self.hystart_cfg.detect = int_value(key, v, 1, 3)? as u8,
-            "hystart_low_window" => self.hystart_cfg.low_window = int_value(key, v, 0, u32::MAX)?,
-            "hystart_ack_delta_us" => {
-                self.hystart_cfg.ack_delta_us = int_value(key, v, 0, i32::MAX as u32)?
-            }
-            _ => return Err(ParamError::unknown(key)),
-        }
-        Ok(())
     }
+}
 
-    fn get(&self, key: &str) -> String {
-        match key {
-            "hystart" => match self.hystart {
-                SlowStartExit::Off => "off".into(),
-                SlowStartExit::Linux => "on".into(),
-                SlowStartExit::HystartPP => "hspp".into(),
-            },
-            "friendly" => self.friendly.name().into(),
-            // Printed through `friendly`.
-            "tcp_friendliness" => String::new(),
-            "beta" => self.beta.to_string(),
-            "fast_convergence" => (self.fast_convergence as u8).to_string(),
-            "bic_scale" => self.bic_scale.to_string(),
-            "initial_ssthresh" => self.initial_ssthresh.to_string(),
-            "hystart_detect" => self.hystart_cfg.detect.to_string(),
-            "hystart_low_window" => self.hystart_cfg.low_window.to_string(),
-            "hystart_ack_delta_us" => self.hystart_cfg.ack_delta_us.to_string(),
-            _ => String::new(),
+impl CubicParams {
+    /// Linux HyStart's tunables.
+    pub fn hystart_cfg(&self) -> HystartConfig {
+        HystartConfig {
+            // 1..=3, as the spec checks.
+            detect: self.hystart_detect as u8,
+            low_window: self.hystart_low_window,
+            ack_delta_us: self.hystart_ack_delta_us,
         }
     }
 }
@@ -320,30 +251,32 @@ impl Scales {
     }
 }
 
-/// The kernel's `struct bictcp`, less the HyStart members (in [`Hystart`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[allow(non_snake_case)]
-pub struct Bictcp {
-    /// ACKed segments per one segment of cwnd growth.
-    pub cnt: u32,
-    /// W_max: cwnd at the last loss (lowered by fast convergence).
-    pub last_max_cwnd: u32,
-    /// cwnd when `cnt` was last computed.
-    pub last_cwnd: u32,
-    /// jiffies when `cnt` was last computed.
-    pub last_time: u32,
-    /// The window the cubic function plateaus at (W_max, or cwnd if above).
-    pub bic_origin_point: u32,
-    /// K: time from epoch start to the plateau, 2^-10 s.
-    pub bic_K: u32,
-    /// Minimum RTT seen, microseconds.
-    pub delay_min: u32,
-    /// jiffies at the first ACK of the epoch (0: no epoch).
-    pub epoch_start: u32,
-    /// ACKed segments not yet credited to `tcp_cwnd`.
-    pub ack_cnt: u32,
-    /// The estimated Reno window, segments.
-    pub tcp_cwnd: u32,
+private_state! {
+    /// The kernel's `struct bictcp`, less the HyStart members (in [`Hystart`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[allow(non_snake_case)]
+    pub struct Bictcp {
+        /// ACKed segments per one segment of cwnd growth.
+        pub cnt: u32,
+        /// W_max: cwnd at the last loss (lowered by fast convergence).
+        pub last_max_cwnd: u32,
+        /// cwnd when `cnt` was last computed.
+        pub last_cwnd: u32,
+        /// jiffies when `cnt` was last computed.
+        pub last_time: u32,
+        /// The window the cubic function plateaus at (W_max, or cwnd if above).
+        pub bic_origin_point: u32,
+        /// K: time from epoch start to the plateau, 2^-10 s.
+        pub bic_K: u32,
+        /// Minimum RTT seen, microseconds.
+        pub delay_min: u32,
+        /// jiffies at the first ACK of the epoch (0: no epoch).
+        pub epoch_start: u32,
+        /// ACKed segments not yet credited to `tcp_cwnd`.
+        pub ack_cnt: u32,
+        /// The estimated Reno window, segments.
+        pub tcp_cwnd: u32,
+    }
 }
 
 /// The CUBIC algorithm.
@@ -371,10 +304,6 @@ impl Cubic {
             hystart: Hystart::default(),
             hspp: HystartPP::default(),
         }
-    }
-
-    pub fn params(&self) -> &CubicParams {
-        &self.params
     }
 
     pub fn scales(&self) -> &Scales {
@@ -563,46 +492,41 @@ impl Cubic {
     }
 }
 
-const CUBIC_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-    Field::snd_una,
-    Field::snd_nxt,
-    Field::lsndtime,
-    Field::tcp_mstamp,
-    Field::pacing_rate,
-    Field::pacing_status,
-    Field::gso_max_size,
-    Field::jiffies,
-];
+const CUBIC_READS: &[Field] = reads!(
+    AIMD_READS,
+    &[
+        Field::snd_una,
+        Field::snd_nxt,
+        Field::lsndtime,
+        Field::tcp_mstamp,
+        Field::pacing_rate,
+        Field::pacing_status,
+        Field::gso_max_size,
+        Field::jiffies,
+    ]
+);
 
-const CUBIC_EQ4_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-    Field::snd_una,
-    Field::snd_nxt,
-    Field::lsndtime,
-    Field::tcp_mstamp,
-    Field::pacing_rate,
-    Field::pacing_status,
-    Field::gso_max_size,
-    Field::jiffies,
-    Field::srtt_us,
-];
+/// Eq. 4 reads the smoothed RTT besides.
+const CUBIC_EQ4_READS: &[Field] = reads!(CUBIC_READS, &[Field::srtt_us]);
+
+impl Declared for Cubic {
+    const NAME: &'static str = "cubic";
+    const SUMMARY: &'static str =
+        "Linux 6.18 CUBIC with HyStart, bit-exact; FreeBSD friendly-region variants";
+    type Params = CubicParams;
+
+    fn with_params(params: CubicParams) -> Cubic {
+        Cubic::new(params)
+    }
+
+    fn params(&self) -> &CubicParams {
+        &self.params
+    }
+}
 
 impl CongestionControl for Cubic {
     fn name(&self) -> &'static str {
-        "cubic"
+        Self::NAME
     }
 
     fn init(&mut self, sk: &mut Sock) {
@@ -679,7 +603,7 @@ impl CongestionControl for Cubic {
             SlowStartExit::Linux => {
                 if let Some(delay) = delay {
                     if self.hystart.found == 0 && sk.in_slow_start() {
-                        let cfg = self.params.hystart_cfg;
+                        let cfg = self.params.hystart_cfg();
                         self.hystart.update(&cfg, sk, self.ca.delay_min, delay);
                     }
                 }
@@ -695,56 +619,18 @@ impl CongestionControl for Cubic {
         tcp_reno_undo_cwnd(sk)
     }
 
+    /// `struct bictcp`'s members, HyStart's among them, then HyStart++'s
+    /// when it runs.
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        let (ca, h) = (&self.ca, &self.hystart);
-        for (name, v) in [
-            ("cnt", ca.cnt),
-            ("last_max_cwnd", ca.last_max_cwnd),
-            ("last_cwnd", ca.last_cwnd),
-            ("last_time", ca.last_time),
-            ("bic_origin_point", ca.bic_origin_point),
-            ("bic_K", ca.bic_K),
-            ("delay_min", ca.delay_min),
-            ("epoch_start", ca.epoch_start),
-            ("ack_cnt", ca.ack_cnt),
-            ("tcp_cwnd", ca.tcp_cwnd),
-            ("sample_cnt", h.sample_cnt as u32),
-            ("found", h.found as u32),
-            ("round_start", h.round_start),
-            ("end_seq", h.end_seq),
-            ("last_ack", h.last_ack),
-            ("curr_rtt", h.curr_rtt),
-        ] {
-            visit(name, v as i64);
-        }
+        self.ca.visit(visit);
+        self.hystart.visit(visit);
         if self.params.hystart == SlowStartExit::HystartPP {
             self.hspp.visit(visit);
         }
     }
 
-    fn set_ca(&mut self, name: &str, value: i64) -> bool {
-        let v = value as u32;
-        let (ca, h) = (&mut self.ca, &mut self.hystart);
-        match name {
-            "cnt" => ca.cnt = v,
-            "last_max_cwnd" => ca.last_max_cwnd = v,
-            "last_cwnd" => ca.last_cwnd = v,
-            "last_time" => ca.last_time = v,
-            "bic_origin_point" => ca.bic_origin_point = v,
-            "bic_K" => ca.bic_K = v,
-            "delay_min" => ca.delay_min = v,
-            "epoch_start" => ca.epoch_start = v,
-            "ack_cnt" => ca.ack_cnt = v,
-            "tcp_cwnd" => ca.tcp_cwnd = v,
-            "sample_cnt" => h.sample_cnt = v as u8,
-            "found" => h.found = v as u8,
-            "round_start" => h.round_start = v,
-            "end_seq" => h.end_seq = v,
-            "last_ack" => h.last_ack = v,
-            "curr_rtt" => h.curr_rtt = v,
-            _ => return self.hspp.set(name, value),
-        }
-        true
+    fn set_ca(&mut self, name: &str, cell: i64) -> bool {
+        self.ca.set(name, cell) || self.hystart.set(name, cell) || self.hspp.set(name, cell)
     }
 
     fn reads(&self) -> &'static [Field] {

@@ -25,12 +25,13 @@
 //! Without negotiated ECN (no `TCP_ECN_OK` at `init`) the kernel swaps the
 //! connection to `dctcp-reno`; this port does the same through a flag.
 
-use alloc::string::{String, ToString};
-
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
+use crate::minmax::min_not_zero;
 use crate::ops::{CaEvent, CaVisitor, CeEcho, CongestionControl};
-use crate::params::{int_value, ParamError, ParamInfo, Params};
+use crate::params::{params, Token};
+use crate::registry::Declared;
 use crate::sock::{before, CaState, Field, Sock, TCP_ECN_DEMAND_CWR, TCP_ECN_OK};
+use crate::state::{private_state, PrivateState};
 
 /// `DCTCP_MAX_ALPHA`: alpha is a fraction in units of 1/1024.
 pub const DCTCP_MAX_ALPHA: u32 = 1024;
@@ -41,73 +42,45 @@ pub const ICSK_ACK_TIMER: u8 = 2;
 /// 8 is `ICSK_ACK_PUSHED2`).
 pub const ICSK_ACK_NOW: u8 = 16;
 
-/// DCTCP's module parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DctcpParams {
-    /// `dctcp_shift_g`: g = 1/2^shift_g (default 4, the kernel allows 0..10).
-    pub shift_g: u32,
-    /// `dctcp_alpha_on_init`: alpha of a new connection, 1/1024 (default
-    /// 1024, so the first marks halve the window until alpha has learnt).
-    pub alpha_on_init: u32,
-}
-
-impl Default for DctcpParams {
-    fn default() -> Self {
-        DctcpParams {
-            shift_g: 4,
-            alpha_on_init: DCTCP_MAX_ALPHA,
-        }
-    }
-}
-
-impl Params for DctcpParams {
-    const INFO: &'static [ParamInfo] = &[
-        ParamInfo {
-            key: "shift_g",
-            values: "0..10",
+params! {
+    /// DCTCP's module parameters.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct DctcpParams {
+        /// `dctcp_shift_g`: g = 1/2^shift_g (default 4, the kernel allows 0..10).
+        shift_g: u32 {
+            default: 4,
+            range: 0..=10,
             help: "EWMA gain of alpha is 1/2^shift_g (default 4)",
+            token: Token::Prefix("g"),
         },
-        ParamInfo {
-            key: "alpha_on_init",
-            values: "0..4294967295",
+        /// `dctcp_alpha_on_init`: alpha of a new connection, 1/1024 (default
+        /// 1024, so the first marks halve the window until alpha has learnt).
+        alpha_on_init: u32 {
+            default: DCTCP_MAX_ALPHA,
             help: "initial alpha in 1/1024, capped at 1024 (default 1024)",
+            token: Token::Prefix("a"),
         },
-    ];
-
-    fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
-        match key {
-            "shift_g" => self.shift_g = int_value(key, v, 0, 10)?,
-            "alpha_on_init" => self.alpha_on_init = int_value(key, v, 0, u32::MAX)?,
-            _ => return Err(ParamError::unknown(key)),
-        }
-        Ok(())
-    }
-
-    fn get(&self, key: &str) -> String {
-        match key {
-            "shift_g" => self.shift_g.to_string(),
-            "alpha_on_init" => self.alpha_on_init.to_string(),
-            _ => String::new(),
-        }
     }
 }
 
-/// `struct dctcp`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DctcpState {
-    /// `delivered` and `delivered_ce` when the current window began.
-    pub old_delivered: u32,
-    pub old_delivered_ce: u32,
-    /// Receiver: `rcv_nxt` after the last data packet.
-    pub prior_rcv_nxt: u32,
-    /// Estimated fraction of marked packets, 1/1024.
-    pub dctcp_alpha: u32,
-    /// The window ends when `snd_una` reaches this.
-    pub next_seq: u32,
-    /// Receiver: was the last data packet CE-marked (0 or 1)?
-    pub ce_state: u32,
-    /// cwnd before the last reduction, for undo.
-    pub loss_cwnd: u32,
+private_state! {
+    /// `struct dctcp`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DctcpState {
+        /// `delivered` and `delivered_ce` when the current window began.
+        pub old_delivered: u32,
+        pub old_delivered_ce: u32,
+        /// Receiver: `rcv_nxt` after the last data packet.
+        pub prior_rcv_nxt: u32,
+        /// Estimated fraction of marked packets, 1/1024.
+        pub dctcp_alpha: u32,
+        /// The window ends when `snd_una` reaches this.
+        pub next_seq: u32,
+        /// Receiver: was the last data packet CE-marked (0 or 1)?
+        pub ce_state: u32,
+        /// cwnd before the last reduction, for undo.
+        pub loss_cwnd: u32,
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -201,10 +174,6 @@ impl Dctcp {
         }
     }
 
-    pub fn params(&self) -> &DctcpParams {
-        &self.params
-    }
-
     pub fn state(&self) -> &DctcpState {
         &self.st
     }
@@ -249,15 +218,6 @@ impl Dctcp {
     }
 }
 
-/// The kernel's `min_not_zero()`.
-fn min_not_zero(a: u32, b: u32) -> u32 {
-    match (a, b) {
-        (0, b) => b,
-        (a, 0) => a,
-        (a, b) => a.min(b),
-    }
-}
-
 /// `dctcp_ece_ack_cwr()`: ECE on outgoing ACKs follows the CE state.
 fn set_demand_cwr(sk: &mut Sock, on: bool) {
     if on {
@@ -267,9 +227,24 @@ fn set_demand_cwr(sk: &mut Sock, on: bool) {
     }
 }
 
+impl Declared for Dctcp {
+    const NAME: &'static str = "dctcp";
+    const SUMMARY: &'static str =
+        "Linux DCTCP (RFC 8257): reduce in proportion to the fraction of CE marks";
+    type Params = DctcpParams;
+
+    fn with_params(params: DctcpParams) -> Dctcp {
+        Dctcp::new(params)
+    }
+
+    fn params(&self) -> &DctcpParams {
+        &self.params
+    }
+}
+
 impl CongestionControl for Dctcp {
     fn name(&self) -> &'static str {
-        "dctcp"
+        Self::NAME
     }
 
     fn needs_ecn(&self) -> bool {
@@ -360,34 +335,11 @@ impl CongestionControl for Dctcp {
     }
 
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        let s = &self.st;
-        for (name, v) in [
-            ("old_delivered", s.old_delivered),
-            ("old_delivered_ce", s.old_delivered_ce),
-            ("prior_rcv_nxt", s.prior_rcv_nxt),
-            ("dctcp_alpha", s.dctcp_alpha),
-            ("next_seq", s.next_seq),
-            ("ce_state", s.ce_state),
-            ("loss_cwnd", s.loss_cwnd),
-        ] {
-            visit(name, v as i64);
-        }
+        self.st.visit(visit)
     }
 
-    fn set_ca(&mut self, name: &str, value: i64) -> bool {
-        let s = &mut self.st;
-        let v = value as u32;
-        match name {
-            "old_delivered" => s.old_delivered = v,
-            "old_delivered_ce" => s.old_delivered_ce = v,
-            "prior_rcv_nxt" => s.prior_rcv_nxt = v,
-            "dctcp_alpha" => s.dctcp_alpha = v,
-            "next_seq" => s.next_seq = v,
-            "ce_state" => s.ce_state = v,
-            "loss_cwnd" => s.loss_cwnd = v,
-            _ => return false,
-        }
-        true
+    fn set_ca(&mut self, name: &str, cell: i64) -> bool {
+        self.st.set(name, cell)
     }
 
     fn reads(&self) -> &'static [Field] {
@@ -398,134 +350,129 @@ impl CongestionControl for Dctcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{Harness, Setup};
 
-    fn sock() -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.ecn_flags = TCP_ECN_OK;
-        sk
+    /// `d` on a connection that negotiated ECN, not yet initialised.
+    fn dctcp(d: Dctcp) -> Harness<Dctcp> {
+        Harness::new(d, Sock::new(1000).ecn())
     }
 
     /// Ends a window in which `delivered` segments arrived, `ce` of them
     /// echoed with ECE.
-    fn window(d: &mut Dctcp, sk: &mut Sock, delivered: u32, ce: u32) {
-        sk.delivered += delivered;
-        sk.delivered_ce += ce;
-        sk.snd_una = d.st.next_seq;
-        sk.snd_nxt = sk.snd_una + 100 * 1448;
-        d.in_ack_event(sk, 0);
+    fn window(h: &mut Harness<Dctcp>, delivered: u32, ce: u32) {
+        h.sk.delivered += delivered;
+        h.sk.delivered_ce += ce;
+        h.sk.snd_una = h.cc.st.next_seq;
+        h.sk.snd_nxt = h.sk.snd_una + 100 * 1448;
+        h.in_ack_event(0);
     }
 
     #[test]
     fn alpha_is_an_ewma_of_the_marked_fraction_with_gain_one_sixteenth() {
-        let mut d = Dctcp::default();
-        let mut sk = sock();
-        d.init(&mut sk);
-        assert_eq!(d.st.dctcp_alpha, 1024);
+        let mut h = dctcp(Dctcp::default());
+        h.init();
+        assert_eq!(h.cc.st.dctcp_alpha, 1024);
         // No marks: alpha -= alpha >> 4 each window.
-        window(&mut d, &mut sk, 100, 0);
-        assert_eq!(d.st.dctcp_alpha, 960);
-        window(&mut d, &mut sk, 100, 0);
-        assert_eq!(d.st.dctcp_alpha, 900);
+        window(&mut h, 100, 0);
+        assert_eq!(h.cc.st.dctcp_alpha, 960);
+        window(&mut h, 100, 0);
+        assert_eq!(h.cc.st.dctcp_alpha, 900);
         // 25 of 100 marked: 900 - 56 + (25 << 6) / 100 = 844 + 16 = 860.
-        window(&mut d, &mut sk, 100, 25);
-        assert_eq!(d.st.dctcp_alpha, 860);
+        window(&mut h, 100, 25);
+        assert_eq!(h.cc.st.dctcp_alpha, 860);
         // All marked: 860 - 53 + 64 = 871.
-        window(&mut d, &mut sk, 100, 100);
-        assert_eq!(d.st.dctcp_alpha, 871);
+        window(&mut h, 100, 100);
+        assert_eq!(h.cc.st.dctcp_alpha, 871);
         // Below 16, alpha >> 4 is zero and min_not_zero takes all of it.
-        d.st.dctcp_alpha = 15;
-        window(&mut d, &mut sk, 100, 0);
-        assert_eq!(d.st.dctcp_alpha, 0);
+        h.cc.st.dctcp_alpha = 15;
+        window(&mut h, 100, 0);
+        assert_eq!(h.cc.st.dctcp_alpha, 0);
         // A single marked packet in ten: 0 + (1 << 6) / 10 = 6.
-        window(&mut d, &mut sk, 10, 1);
-        assert_eq!(d.st.dctcp_alpha, 6);
+        window(&mut h, 10, 1);
+        assert_eq!(h.cc.st.dctcp_alpha, 6);
     }
 
     #[test]
     fn alpha_only_moves_once_per_window() {
-        let mut d = Dctcp::default();
-        let mut sk = sock();
-        sk.snd_nxt = 50 * 1448;
-        d.init(&mut sk);
-        sk.snd_una = 10 * 1448;
-        sk.delivered = 10;
-        sk.delivered_ce = 10;
-        d.in_ack_event(&mut sk, 0);
-        assert_eq!(d.st.dctcp_alpha, 1024);
-        assert_eq!(d.st.old_delivered, 0);
-        sk.snd_una = 50 * 1448;
-        sk.delivered = 50;
-        d.in_ack_event(&mut sk, 0);
+        let mut h = dctcp(Dctcp::default());
+        h.sk.snd_nxt = 50 * 1448;
+        h.init();
+        h.sk.snd_una = 10 * 1448;
+        h.sk.delivered = 10;
+        h.sk.delivered_ce = 10;
+        h.in_ack_event(0);
+        assert_eq!(h.cc.st.dctcp_alpha, 1024);
+        assert_eq!(h.cc.st.old_delivered, 0);
+        h.sk.snd_una = 50 * 1448;
+        h.sk.delivered = 50;
+        h.in_ack_event(0);
         // 1024 - 64 + (10 << 6) / 50 = 960 + 12.
-        assert_eq!(d.st.dctcp_alpha, 972);
-        assert_eq!((d.st.old_delivered, d.st.old_delivered_ce), (50, 10));
+        assert_eq!(h.cc.st.dctcp_alpha, 972);
+        assert_eq!((h.cc.st.old_delivered, h.cc.st.old_delivered_ce), (50, 10));
     }
 
     #[test]
     fn shift_g_sets_the_gain() {
-        let mut d = Dctcp::new(DctcpParams {
+        let mut h = dctcp(Dctcp::new(DctcpParams {
             shift_g: 0,
             alpha_on_init: 300,
-        });
-        let mut sk = sock();
-        d.init(&mut sk);
-        assert_eq!(d.st.dctcp_alpha, 300);
+        }));
+        h.init();
+        assert_eq!(h.cc.st.dctcp_alpha, 300);
         // g = 1: alpha becomes F exactly. 3 of 4 marked: (3 << 10) / 4.
-        window(&mut d, &mut sk, 4, 3);
-        assert_eq!(d.st.dctcp_alpha, 768);
-        let mut d = Dctcp::new(DctcpParams {
+        window(&mut h, 4, 3);
+        assert_eq!(h.cc.st.dctcp_alpha, 768);
+        h.cc = Dctcp::new(DctcpParams {
             shift_g: 4,
             alpha_on_init: 5000,
         });
-        d.init(&mut sk);
-        assert_eq!(d.st.dctcp_alpha, 1024, "capped at DCTCP_MAX_ALPHA");
+        h.init();
+        assert_eq!(h.cc.st.dctcp_alpha, 1024, "capped at DCTCP_MAX_ALPHA");
     }
 
     #[test]
     fn ssthresh_backs_off_by_half_alpha_and_loss_halves() {
-        let mut d = Dctcp::default();
-        let mut sk = sock();
-        d.init(&mut sk);
-        sk.snd_cwnd = 100;
+        let mut h = dctcp(Dctcp::default());
+        h.init();
+        h.sk.snd_cwnd = 100;
         // alpha = 1024: 100 - 100 * 1024 / 2048 = 50.
-        assert_eq!(d.ssthresh(&mut sk), 50);
-        d.st.dctcp_alpha = 100;
+        assert_eq!(h.ssthresh(), 50);
+        h.cc.st.dctcp_alpha = 100;
         // 100 - (10000 >> 11) = 100 - 4.
-        assert_eq!(d.ssthresh(&mut sk), 96);
-        assert_eq!(d.st.loss_cwnd, 100);
-        d.st.dctcp_alpha = 0;
-        sk.snd_cwnd = 2;
-        assert_eq!(d.ssthresh(&mut sk), 2);
+        assert_eq!(h.ssthresh(), 96);
+        assert_eq!(h.cc.st.loss_cwnd, 100);
+        h.cc.st.dctcp_alpha = 0;
+        h.sk.snd_cwnd = 2;
+        assert_eq!(h.ssthresh(), 2);
         // Entering Recovery from Open halves regardless of alpha.
-        sk.snd_cwnd = 80;
-        sk.snd_ssthresh = 79;
-        d.set_state(&mut sk, CaState::Recovery);
-        assert_eq!(sk.snd_ssthresh, 40);
+        h.sk.snd_cwnd = 80;
+        h.sk.snd_ssthresh = 79;
+        h.set_state(CaState::Recovery);
+        assert_eq!(h.sk.snd_ssthresh, 40);
         // Already in Recovery: no second reaction.
-        sk.icsk_ca_state = CaState::Recovery;
-        sk.snd_cwnd = 60;
-        d.set_state(&mut sk, CaState::Recovery);
-        assert_eq!(sk.snd_ssthresh, 40);
+        h.sk.icsk_ca_state = CaState::Recovery;
+        h.sk.snd_cwnd = 60;
+        h.set_state(CaState::Recovery);
+        assert_eq!(h.sk.snd_ssthresh, 40);
         // RTO.
-        d.cwnd_event(&mut sk, CaEvent::Loss);
-        assert_eq!((sk.snd_ssthresh, d.st.loss_cwnd), (30, 60));
-        sk.snd_cwnd = 1;
-        assert_eq!(d.undo_cwnd(&mut sk), 60);
+        h.event(CaEvent::Loss);
+        assert_eq!((h.sk.snd_ssthresh, h.cc.st.loss_cwnd), (30, 60));
+        h.sk.snd_cwnd = 1;
+        assert_eq!(h.undo(), 60);
     }
 
     #[test]
     fn without_ecn_it_is_reno() {
-        let mut d = Dctcp::default();
-        let mut sk = Sock::new(1000);
-        d.init(&mut sk);
-        assert!(d.is_fallback());
-        sk.snd_cwnd = 100;
-        assert_eq!(d.ssthresh(&mut sk), 50);
-        d.cwnd_event(&mut sk, CaEvent::EcnIsCe);
-        assert_eq!(sk.ecn_flags, 0);
-        sk.prior_cwnd = 70;
-        sk.snd_ssthresh = 10;
-        assert_eq!(d.undo_cwnd(&mut sk), 100);
+        let mut h = Harness::new(Dctcp::default(), Sock::new(1000));
+        h.init();
+        assert!(h.cc.is_fallback());
+        h.sk.snd_cwnd = 100;
+        assert_eq!(h.ssthresh(), 50);
+        h.event(CaEvent::EcnIsCe);
+        assert_eq!(h.sk.ecn_flags, 0);
+        h.sk.prior_cwnd = 70;
+        h.sk.snd_ssthresh = 10;
+        assert_eq!(h.undo(), 100);
     }
 
     #[test]
@@ -568,21 +515,20 @@ mod tests {
         assert_eq!((ce, prior), (0, 4));
 
         // The hook form keeps the same state in the socket.
-        let mut d = Dctcp::default();
-        let mut sk = sock();
-        d.init(&mut sk);
-        sk.rcv_nxt = 7;
-        sk.icsk_ack_pending = ICSK_ACK_TIMER;
-        d.cwnd_event(&mut sk, CaEvent::EcnIsCe);
-        assert_eq!(sk.ecn_flags, TCP_ECN_OK | TCP_ECN_DEMAND_CWR);
-        assert_eq!(sk.icsk_ack_pending, ICSK_ACK_TIMER | ICSK_ACK_NOW);
-        assert_eq!((d.st.ce_state, d.st.prior_rcv_nxt), (1, 7));
+        let mut h = dctcp(Dctcp::default());
+        h.init();
+        h.sk.rcv_nxt = 7;
+        h.sk.icsk_ack_pending = ICSK_ACK_TIMER;
+        h.event(CaEvent::EcnIsCe);
+        assert_eq!(h.sk.ecn_flags, TCP_ECN_OK | TCP_ECN_DEMAND_CWR);
+        assert_eq!(h.sk.icsk_ack_pending, ICSK_ACK_TIMER | ICSK_ACK_NOW);
+        assert_eq!((h.cc.st.ce_state, h.cc.st.prior_rcv_nxt), (1, 7));
         // Flipped back by a packet that left rcv_nxt at 7: the delayed
         // ACK flushed for rcv_nxt 7 is an ordinary ACK, which clears what
         // was pending; then the flip asks for an ACK now.
-        d.cwnd_event(&mut sk, CaEvent::EcnNoCe);
-        assert_eq!(sk.ecn_flags, TCP_ECN_OK);
-        assert_eq!(sk.icsk_ack_pending, ICSK_ACK_NOW);
+        h.event(CaEvent::EcnNoCe);
+        assert_eq!(h.sk.ecn_flags, TCP_ECN_OK);
+        assert_eq!(h.sk.icsk_ack_pending, ICSK_ACK_NOW);
     }
 
     #[test]

@@ -15,12 +15,12 @@
 //!
 //! Times are in jiffies, fractions in 1/128 (`<< 7`), as in the kernel.
 
-use alloc::string::{String, ToString};
-
-use crate::aimd::{tcp_reno_undo_cwnd, tcp_slow_start};
+use crate::aimd::{reads, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS};
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
-use crate::params::{flag_value, ParamError, ParamInfo, Params};
+use crate::params::{params, Token};
+use crate::registry::Declared;
 use crate::sock::{msecs_to_jiffies, usecs_to_jiffies, CaState, Field, Sock};
+use crate::state::{private_state, PrivateState};
 
 /// alpha of 1.0, in 1/128.
 pub const ALPHA_BASE: u32 = 1 << 7;
@@ -29,83 +29,53 @@ pub const BETA_MIN: u8 = 1 << 6;
 /// The largest beta, 0.8 (102/128).
 pub const BETA_MAX: u8 = 102;
 
-/// H-TCP's module parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HtcpParams {
-    /// Scale alpha by the RTT (for RTT fairness).
-    pub use_rtt_scaling: bool,
-    /// Fall back to beta = 0.5 when the achieved bandwidth changes.
-    pub use_bandwidth_switch: bool,
-}
-
-impl Default for HtcpParams {
-    fn default() -> Self {
-        HtcpParams {
-            use_rtt_scaling: true,
-            use_bandwidth_switch: true,
-        }
-    }
-}
-
-impl Params for HtcpParams {
-    const INFO: &'static [ParamInfo] = &[
-        ParamInfo {
-            key: "use_rtt_scaling",
-            values: "0|1",
+params! {
+    /// H-TCP's module parameters.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct HtcpParams {
+        /// Scale alpha by the RTT (for RTT fairness).
+        use_rtt_scaling: bool {
+            default: true,
             help: "scale alpha by the RTT (default 1)",
+            token: Token::Values(&[("0", "nrs")]),
         },
-        ParamInfo {
-            key: "use_bandwidth_switch",
-            values: "0|1",
+        /// Fall back to beta = 0.5 when the achieved bandwidth changes.
+        use_bandwidth_switch: bool {
+            default: true,
             help: "beta falls back to 0.5 when the bandwidth changes (default 1)",
+            token: Token::Values(&[("0", "nbs")]),
         },
-    ];
-
-    fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
-        let flag = flag_value(v).ok_or_else(|| ParamError::value(key, v))?;
-        match key {
-            "use_rtt_scaling" => self.use_rtt_scaling = flag,
-            "use_bandwidth_switch" => self.use_bandwidth_switch = flag,
-            _ => return Err(ParamError::unknown(key)),
-        }
-        Ok(())
-    }
-
-    fn get(&self, key: &str) -> String {
-        match key {
-            "use_rtt_scaling" => (self.use_rtt_scaling as u8).to_string(),
-            "use_bandwidth_switch" => (self.use_bandwidth_switch as u8).to_string(),
-            _ => String::new(),
-        }
     }
 }
 
-/// `struct htcp`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[allow(non_snake_case)]
-pub struct HtcpState {
-    /// Additive increase per RTT, 1/128.
-    pub alpha: u32,
-    /// Multiplicative decrease, 1/128.
-    pub beta: u8,
-    /// Adaptive beta only after a first congestion event.
-    pub modeswitch: u8,
-    pub pkts_acked: u16,
-    pub packetcount: u32,
-    /// RTTs, jiffies.
-    pub minRTT: u32,
-    pub maxRTT: u32,
-    /// jiffies at the end of the last congestion event.
-    pub last_cong: u32,
-    pub undo_last_cong: u32,
-    pub undo_maxRTT: u32,
-    pub undo_old_maxB: u32,
-    /// Achieved throughput, packets per second.
-    pub minB: u32,
-    pub maxB: u32,
-    pub old_maxB: u32,
-    pub Bi: u32,
-    pub lasttime: u32,
+private_state! {
+    /// `struct htcp`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[allow(non_snake_case)]
+    pub struct HtcpState {
+        /// Additive increase per RTT, 1/128.
+        pub alpha: u32,
+        /// Multiplicative decrease, 1/128.
+        pub beta: u8,
+        /// Adaptive beta only after a first congestion event.
+        pub modeswitch: u8,
+        pub pkts_acked: u16,
+        pub packetcount: u32,
+        /// RTTs, jiffies.
+        pub minRTT: u32,
+        pub maxRTT: u32,
+        /// jiffies at the end of the last congestion event.
+        pub last_cong: u32,
+        pub undo_last_cong: u32,
+        pub undo_maxRTT: u32,
+        pub undo_old_maxB: u32,
+        /// Achieved throughput, packets per second.
+        pub minB: u32,
+        pub maxB: u32,
+        pub old_maxB: u32,
+        pub Bi: u32,
+        pub lasttime: u32,
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -125,10 +95,6 @@ impl Htcp {
             params,
             st: HtcpState::default(),
         }
-    }
-
-    pub fn params(&self) -> &HtcpParams {
-        &self.params
     }
 
     pub fn state(&self) -> &HtcpState {
@@ -234,21 +200,26 @@ impl Htcp {
     }
 }
 
-const HTCP_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-    Field::icsk_ca_state,
-    Field::jiffies,
-];
+const HTCP_READS: &[Field] = reads!(AIMD_READS, &[Field::icsk_ca_state, Field::jiffies]);
+
+impl Declared for Htcp {
+    const NAME: &'static str = "htcp";
+    const SUMMARY: &'static str =
+        "Linux H-TCP: increase grows with time since loss, adaptive backoff";
+    type Params = HtcpParams;
+
+    fn with_params(params: HtcpParams) -> Htcp {
+        Htcp::new(params)
+    }
+
+    fn params(&self) -> &HtcpParams {
+        &self.params
+    }
+}
 
 impl CongestionControl for Htcp {
     fn name(&self) -> &'static str {
-        "htcp"
+        Self::NAME
     }
 
     fn init(&mut self, sk: &mut Sock) {
@@ -362,52 +333,11 @@ impl CongestionControl for Htcp {
     }
 
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        let s = &self.st;
-        for (name, v) in [
-            ("alpha", s.alpha),
-            ("beta", s.beta as u32),
-            ("modeswitch", s.modeswitch as u32),
-            ("pkts_acked", s.pkts_acked as u32),
-            ("packetcount", s.packetcount),
-            ("minRTT", s.minRTT),
-            ("maxRTT", s.maxRTT),
-            ("last_cong", s.last_cong),
-            ("undo_last_cong", s.undo_last_cong),
-            ("undo_maxRTT", s.undo_maxRTT),
-            ("undo_old_maxB", s.undo_old_maxB),
-            ("minB", s.minB),
-            ("maxB", s.maxB),
-            ("old_maxB", s.old_maxB),
-            ("Bi", s.Bi),
-            ("lasttime", s.lasttime),
-        ] {
-            visit(name, v as i64);
-        }
+        self.st.visit(visit)
     }
 
-    fn set_ca(&mut self, name: &str, value: i64) -> bool {
-        let s = &mut self.st;
-        let v = value as u32;
-        match name {
-            "alpha" => s.alpha = v,
-            "beta" => s.beta = v as u8,
-            "modeswitch" => s.modeswitch = v as u8,
-            "pkts_acked" => s.pkts_acked = v as u16,
-            "packetcount" => s.packetcount = v,
-            "minRTT" => s.minRTT = v,
-            "maxRTT" => s.maxRTT = v,
-            "last_cong" => s.last_cong = v,
-            "undo_last_cong" => s.undo_last_cong = v,
-            "undo_maxRTT" => s.undo_maxRTT = v,
-            "undo_old_maxB" => s.undo_old_maxB = v,
-            "minB" => s.minB = v,
-            "maxB" => s.maxB = v,
-            "old_maxB" => s.old_maxB = v,
-            "Bi" => s.Bi = v,
-            "lasttime" => s.lasttime = v,
-            _ => return false,
-        }
-        true
+    fn set_ca(&mut self, name: &str, cell: i64) -> bool {
+        self.st.set(name, cell)
     }
 
     fn reads(&self) -> &'static [Field] {
@@ -418,12 +348,7 @@ impl CongestionControl for Htcp {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sock_at(ms: u64) -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.set_clock(ms * 1000);
-        sk
-    }
+    use crate::harness::{Harness, Setup};
 
     #[test]
     fn alpha_grows_quadratically_after_the_first_second() {
@@ -431,29 +356,29 @@ mod tests {
             use_rtt_scaling: false,
             use_bandwidth_switch: true,
         });
-        let sk = sock_at(10_000);
+        let sk = Sock::new(1000).at(10_000_000);
         h.init(&mut sk.clone());
         // Less than HZ since the event: factor 1, alpha = 2 * 1 * (128 - 64).
-        h.alpha_update(&sock_at(10_999));
+        h.alpha_update(&Sock::new(1000).at(10_999_000));
         assert_eq!(h.state().alpha, 128);
         // 3 s: diff = 2000 jiffies past the first second:
         // factor = 1 + (10 * 2000 + 1000 * 1000 / 1000) / 1000 = 22.
-        h.alpha_update(&sock_at(13_000));
+        h.alpha_update(&Sock::new(1000).at(13_000_000));
         assert_eq!(h.state().alpha, 2 * 22 * 64);
     }
 
     #[test]
     fn rtt_scaling_divides_alpha_by_the_rtt_in_tenths_of_a_second() {
         let mut h = Htcp::default();
-        h.init(&mut sock_at(0));
+        h.init(&mut Sock::new(1000).at(0));
         // minRTT 200 jiffies (200 ms at HZ=1000): scale = 8000 / 2000 = 4
         // (0.5 after << 3): factor 1 -> 8 / 4 = 2: alpha 2 * 2 * 64.
         h.st.minRTT = 200;
-        h.alpha_update(&sock_at(500));
+        h.alpha_update(&Sock::new(1000).at(500_000));
         assert_eq!(h.state().alpha, 256);
         // 10 ms: scale 80 (capped at 10): factor 8 / 80 = 0 -> 1.
         h.st.minRTT = 10;
-        h.alpha_update(&sock_at(500));
+        h.alpha_update(&Sock::new(1000).at(500_000));
         assert_eq!(h.state().alpha, 128);
     }
 
@@ -463,7 +388,7 @@ mod tests {
             use_rtt_scaling: true,
             use_bandwidth_switch: false,
         });
-        let sk = sock_at(0);
+        let sk = Sock::new(1000).at(0);
         h.init(&mut sk.clone());
         // The first event only switches modes on: beta 0.5.
         h.beta_update(&sk, 40, 60);
@@ -482,7 +407,7 @@ mod tests {
     #[test]
     fn a_bandwidth_change_resets_beta_to_half() {
         let mut h = Htcp::default();
-        let sk = sock_at(0);
+        let sk = Sock::new(1000).at(0);
         h.init(&mut sk.clone());
         h.st.modeswitch = 1;
         h.st.maxB = 1000;
@@ -497,11 +422,10 @@ mod tests {
 
     #[test]
     fn ssthresh_applies_beta() {
-        let mut h = Htcp::default();
-        let mut sk = sock_at(0);
-        h.init(&mut sk);
-        sk.snd_cwnd = 100;
+        let mut h = Harness::new(Htcp::default(), Sock::new(1000));
+        h.init();
+        h.sk.snd_cwnd = 100;
         // First event: beta 0.5.
-        assert_eq!(h.ssthresh(&mut sk), 50);
+        assert_eq!(h.ssthresh(), 50);
     }
 }

@@ -19,7 +19,9 @@
 //! The state lives inside CUBIC's private area in the kernel (`struct
 //! bictcp`), under the member names used here, so traces name them alike.
 
+use crate::params::param_enum;
 use crate::sock::{after, Sock, USEC_PER_MSEC, USEC_PER_SEC};
+use crate::state::private_state;
 
 /// `HYSTART_ACK_TRAIN`: detection by ACK train length.
 pub const HYSTART_ACK_TRAIN: u8 = 0x1;
@@ -51,31 +53,52 @@ pub struct HystartConfig {
     pub ack_delta_us: u32,
 }
 
+impl HystartConfig {
+    /// The kernel's defaults, which CUBIC's parameters start from.
+    pub const DEFAULT: HystartConfig = HystartConfig {
+        detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
+        low_window: 16,
+        ack_delta_us: 2000,
+    };
+}
+
 impl Default for HystartConfig {
     fn default() -> Self {
-        HystartConfig {
-            detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
-            low_window: 16,
-            ack_delta_us: 2000,
-        }
+        HystartConfig::DEFAULT
     }
 }
 
-/// Per-connection HyStart state; the members of `struct bictcp` it owns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Hystart {
-    /// RTT samples taken this round.
-    pub sample_cnt: u8,
-    /// Has slow start's exit point been found (0 or 1)?
-    pub found: u8,
-    /// Start of the round, microseconds (truncated `tcp_mstamp`).
-    pub round_start: u32,
-    /// `snd_nxt` at the start of the round: the round ends when it is ACKed.
-    pub end_seq: u32,
-    /// Time of the last ACK of the current train, microseconds.
-    pub last_ack: u32,
-    /// Minimum RTT of the round so far, microseconds.
-    pub curr_rtt: u32,
+param_enum! {
+    /// Which slow-start exit runs (the `hystart` parameter of CUBIC and
+    /// reno); the numbers are the ports' `SS_EXIT_*` (hystart_pp.bpf.h).
+    pub enum SlowStartExit {
+        /// Linux HyStart (`hystart=1`, CUBIC's default).
+        #[default]
+        Linux = 1 => "on",
+        /// Plain slow start, exit on loss only (`hystart=0`).
+        Off = 0 => "off",
+        /// HyStart++, RFC 9406.
+        HystartPP = 2 => "hspp",
+    }
+}
+
+private_state! {
+    /// Per-connection HyStart state; the members of `struct bictcp` it owns.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Hystart {
+        /// RTT samples taken this round.
+        pub sample_cnt: u8,
+        /// Has slow start's exit point been found (0 or 1)?
+        pub found: u8,
+        /// Start of the round, microseconds (truncated `tcp_mstamp`).
+        pub round_start: u32,
+        /// `snd_nxt` at the start of the round: the round ends when it is ACKed.
+        pub end_seq: u32,
+        /// Time of the last ACK of the current train, microseconds.
+        pub last_ack: u32,
+        /// Minimum RTT of the round so far, microseconds.
+        pub curr_rtt: u32,
+    }
 }
 
 /// `bictcp_clock_us()`: the microsecond clock, truncated to 32 bits.
@@ -165,15 +188,7 @@ impl Hystart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sock::TCP_INFINITE_SSTHRESH;
-
-    fn sock_at(now_us: u64, cwnd: u32) -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.set_clock(now_us);
-        sk.snd_cwnd = cwnd;
-        sk.snd_ssthresh = TCP_INFINITE_SSTHRESH;
-        sk
-    }
+    use crate::harness::Setup;
 
     #[test]
     fn delay_threshold_is_an_eighth_clamped_to_4_and_16_ms() {
@@ -198,7 +213,7 @@ mod tests {
         let cfg = HystartConfig::default();
         let mut h = Hystart::default();
         let delay_min = 10_000; // 10 ms path, no pacing rate: threshold 5 ms.
-        let mut sk = sock_at(1_000_000, 32);
+        let mut sk = Sock::new(1000).at(1_000_000).cwnd(32);
         sk.snd_nxt = 1000;
         h.start_round(&sk);
         // ACKs every 1 ms (a train): the 5th is 5 ms in (not > 5 ms)...
@@ -221,7 +236,7 @@ mod tests {
             ..Default::default()
         };
         let mut h = Hystart::default();
-        let mut sk = sock_at(0, 32);
+        let mut sk = Sock::new(1000).at(0).cwnd(32);
         h.start_round(&sk);
         // Spacing of 2.5 ms > ack_delta 2 ms: never a train.
         for i in 1..20 {
@@ -239,7 +254,7 @@ mod tests {
             ..Default::default()
         };
         let mut h = Hystart::default();
-        let mut sk = sock_at(0, 20);
+        let mut sk = Sock::new(1000).at(0).cwnd(20);
         h.start_round(&sk);
         // Base 40 ms: threshold max(4 ms, 5 ms) = 5 ms; samples of 45.001 ms.
         for _ in 0..8 {
@@ -251,7 +266,7 @@ mod tests {
         assert_eq!(sk.snd_ssthresh, 20);
         // Exactly at the threshold does not trigger.
         let mut h = Hystart::default();
-        let mut sk = sock_at(0, 20);
+        let mut sk = Sock::new(1000).at(0).cwnd(20);
         h.start_round(&sk);
         for _ in 0..20 {
             h.update(&cfg, &mut sk, 40_000, 45_000);
@@ -263,7 +278,7 @@ mod tests {
     fn below_low_window_only_rounds_are_tracked() {
         let cfg = HystartConfig::default();
         let mut h = Hystart::default();
-        let mut sk = sock_at(0, 8);
+        let mut sk = Sock::new(1000).at(0).cwnd(8);
         sk.snd_nxt = 500;
         h.start_round(&sk);
         sk.snd_una = 501;

@@ -19,8 +19,8 @@
 //! No Linux kernel ships HyStart++; this is Kleinrock's own integer
 //! rendering of the RFC's pseudocode, with windows in segments.
 
-use crate::ops::CaVisitor;
-use crate::sock::{after, Sock};
+use crate::sock::{after, Field, Sock};
+use crate::state::{private_state, Member};
 
 /// `MIN_RTT_THRESH`: smallest RTT rise that counts, microseconds.
 pub const MIN_RTT_THRESH_US: u32 = 4000;
@@ -39,6 +39,11 @@ pub const CSS_ROUNDS: u32 = 5;
 /// recommended 8; unbounded when paced).
 pub const L_UNPACED: u32 = 8;
 
+/// The connection fields HyStart++ reads beyond slow start's own
+/// ([`crate::aimd::AIMD_READS`]): rounds end at `snd_nxt`, checked against
+/// `snd_una`, and pacing lifts the per-ACK growth limit.
+pub const HSPP_READS: &[Field] = &[Field::snd_una, Field::snd_nxt, Field::pacing_status];
+
 /// Which part of slow start the connection is in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(u8)]
@@ -53,26 +58,42 @@ pub enum Phase {
     Done = 2,
 }
 
-/// Per-connection HyStart++ state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HystartPP {
-    pub phase: Phase,
-    /// `snd_nxt` when the round started: the round ends once it is ACKed.
-    pub window_end: u32,
-    /// Has the first round started?
-    pub started: bool,
-    /// `lastRoundMinRTT`, microseconds (`u32::MAX`: infinity).
-    pub last_round_min_rtt: u32,
-    /// `currentRoundMinRTT`, microseconds.
-    pub current_round_min_rtt: u32,
-    /// `rttSampleCount` of the current round.
-    pub rtt_sample_count: u32,
-    /// `cssBaselineMinRtt`, microseconds.
-    pub css_baseline_min_rtt: u32,
-    /// Rounds completed in CSS.
-    pub css_rounds: u32,
-    /// ACKed segments not yet turned into CSS growth (`< CSS_GROWTH_DIVISOR`).
-    pub css_credit: u32,
+impl Member for Phase {
+    fn to_cell(self) -> i64 {
+        self as i64
+    }
+    fn from_cell(cell: i64) -> Phase {
+        match cell as u32 {
+            0 => Phase::SlowStart,
+            1 => Phase::Css,
+            _ => Phase::Done,
+        }
+    }
+}
+
+private_state! {
+    prefix "hspp_";
+    /// Per-connection HyStart++ state; traces name its members `hspp_<member>`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct HystartPP {
+        pub phase: Phase,
+        /// `snd_nxt` when the round started: the round ends once it is ACKed.
+        pub window_end: u32,
+        /// Has the first round started?
+        pub started: bool,
+        /// `lastRoundMinRTT`, microseconds (`u32::MAX`: infinity).
+        pub last_round_min_rtt: u32,
+        /// `currentRoundMinRTT`, microseconds.
+        pub current_round_min_rtt: u32,
+        /// `rttSampleCount` of the current round.
+        pub rtt_sample_count: u32,
+        /// `cssBaselineMinRtt`, microseconds.
+        pub css_baseline_min_rtt: u32,
+        /// Rounds completed in CSS.
+        pub css_rounds: u32,
+        /// ACKed segments not yet turned into CSS growth (`< CSS_GROWTH_DIVISOR`).
+        pub css_credit: u32,
+    }
 }
 
 impl Default for HystartPP {
@@ -198,60 +219,13 @@ impl HystartPP {
     pub fn on_loss(&mut self) {
         self.phase = Phase::Done;
     }
-
-    /// Walks the state for traces, as `hspp_<member>`.
-    pub fn visit(&self, visit: CaVisitor<'_>) {
-        for (name, v) in [
-            ("hspp_phase", self.phase as u32),
-            ("hspp_window_end", self.window_end),
-            ("hspp_started", self.started as u32),
-            ("hspp_last_round_min_rtt", self.last_round_min_rtt),
-            ("hspp_current_round_min_rtt", self.current_round_min_rtt),
-            ("hspp_rtt_sample_count", self.rtt_sample_count),
-            ("hspp_css_baseline_min_rtt", self.css_baseline_min_rtt),
-            ("hspp_css_rounds", self.css_rounds),
-            ("hspp_css_credit", self.css_credit),
-        ] {
-            visit(name, v as i64);
-        }
-    }
-
-    /// Sets one `hspp_<member>` by name; false if there is none.
-    pub fn set(&mut self, name: &str, value: i64) -> bool {
-        let v = value as u32;
-        match name {
-            "hspp_phase" => {
-                self.phase = match v {
-                    0 => Phase::SlowStart,
-                    1 => Phase::Css,
-                    _ => Phase::Done,
-                }
-            }
-            "hspp_window_end" => self.window_end = v,
-            "hspp_started" => self.started = v != 0,
-            "hspp_last_round_min_rtt" => self.last_round_min_rtt = v,
-            "hspp_current_round_min_rtt" => self.current_round_min_rtt = v,
-            "hspp_rtt_sample_count" => self.rtt_sample_count = v,
-            "hspp_css_baseline_min_rtt" => self.css_baseline_min_rtt = v,
-            "hspp_css_rounds" => self.css_rounds = v,
-            "hspp_css_credit" => self.css_credit = v,
-            _ => return false,
-        }
-        true
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Setup;
     use crate::sock::TCP_INFINITE_SSTHRESH;
-
-    fn sock() -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.snd_cwnd = 10;
-        sk.snd_ssthresh = TCP_INFINITE_SSTHRESH;
-        sk
-    }
 
     /// Runs one round: `n` ACKs with the given RTT, each ACKing one segment,
     /// then moves snd_una past the round's end.
@@ -275,7 +249,7 @@ mod tests {
     #[test]
     fn grows_like_slow_start_with_l_limit_when_unpaced() {
         let mut h = HystartPP::default();
-        let mut sk = sock();
+        let mut sk = Sock::new(1000).cwnd(10);
         assert_eq!(h.slow_start(&mut sk, 20), 0);
         assert_eq!(sk.snd_cwnd, 18);
         sk.pacing_status = crate::sock::PacingStatus::Needed;
@@ -286,7 +260,7 @@ mod tests {
     #[test]
     fn rtt_rise_enters_css_and_css_grows_at_a_quarter() {
         let mut h = HystartPP::default();
-        let mut sk = sock();
+        let mut sk = Sock::new(1000).cwnd(10);
         round(&mut h, &mut sk, 8, 100_000);
         round(&mut h, &mut sk, 8, 100_000);
         assert_eq!(h.phase, Phase::SlowStart);
@@ -309,7 +283,7 @@ mod tests {
     #[test]
     fn css_ends_in_congestion_avoidance_after_five_rounds() {
         let mut h = HystartPP::default();
-        let mut sk = sock();
+        let mut sk = Sock::new(1000).cwnd(10);
         round(&mut h, &mut sk, 8, 50_000);
         round(&mut h, &mut sk, 8, 60_000);
         assert_eq!(h.phase, Phase::Css);
@@ -328,7 +302,7 @@ mod tests {
     #[test]
     fn rtt_falling_below_baseline_resumes_slow_start() {
         let mut h = HystartPP::default();
-        let mut sk = sock();
+        let mut sk = Sock::new(1000).cwnd(10);
         round(&mut h, &mut sk, 8, 50_000);
         round(&mut h, &mut sk, 8, 60_000);
         assert_eq!(h.phase, Phase::Css);
@@ -340,7 +314,7 @@ mod tests {
     #[test]
     fn loss_ends_hystart_pp_for_good() {
         let mut h = HystartPP::default();
-        let mut sk = sock();
+        let mut sk = Sock::new(1000).cwnd(10);
         h.on_loss();
         sk.snd_ssthresh = 12;
         assert_eq!(h.slow_start(&mut sk, 30), 28);

@@ -12,13 +12,20 @@
 //! - [`aimd`]: slow start and additive increase, shared by every algorithm.
 //! - [`hystart`], [`hystart_pp`]: slow-start exits algorithms opt into.
 //! - [`reno`], [`cubic`], [`bbr`], [`cdg`], [`vegas`], [`htcp`], [`dctcp`]: the
-//!   algorithms; [`minmax`]: the
-//!   windowed min/max filter BBR keeps its estimates in.
+//!   algorithms, each registered by one line of `algorithms!` below;
+//!   [`minmax`]: the windowed min/max filter BBR keeps its estimates in.
+//! - [`registry`]: what an algorithm's file declares about it ([`Declared`])
+//!   and what the registration line makes of it ([`Algorithm`],
+//!   [`ALGORITHMS`]).
+//! - [`params`], [`state`]: each algorithm's parameters and private state,
+//!   declared once for parsing, printing, traces, replay and its BPF port.
 //! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
 //! - [`tcp`]: the TCP core's steps around the hooks (pacing rate, state
 //!   changes, the start and end of a reduction), shared by every core that
 //!   drives an algorithm.
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
+//! - `harness` (tests, and the `harness` feature): one algorithm and its
+//!   connection, driven hook by hook.
 //! - [`rand`]: the seeded generator everything random draws from.
 //!
 //! The crate has no dependencies and reads no clock and no randomness. It is
@@ -32,12 +39,17 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+#[macro_use]
+pub mod registry;
+
 pub mod aimd;
 pub mod bbr;
 pub mod cdg;
 pub mod cubic;
 pub mod dctcp;
 pub mod driver;
+#[cfg(any(test, feature = "harness"))]
+pub mod harness;
 pub mod htcp;
 pub mod hystart;
 pub mod hystart_pp;
@@ -48,9 +60,24 @@ pub mod rand;
 pub mod reno;
 pub mod sock;
 pub mod spec;
+pub mod state;
 pub mod tcp;
 pub mod vegas;
 
+// The registry: one line per algorithm, its module and type, in the order
+// `kleinrock algorithms` lists them (registry.rs says what this generates).
+// The modules are declared above, where rustfmt finds them.
+algorithms! {
+    reno::Reno,
+    bbr::Bbr,
+    cdg::Cdg,
+    vegas::Vegas,
+    htcp::Htcp,
+    dctcp::Dctcp,
+    cubic::Cubic,
+}
+
 pub use ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample};
+pub use registry::Declared;
 pub use sock::{CaState, Field, PacingStatus, Sock};
-pub use spec::{Algorithm, SpecError, ALGORITHMS};
+pub use spec::SpecError;

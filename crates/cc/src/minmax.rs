@@ -2,6 +2,21 @@
 //! implements it: the best, second-best and third-best samples of a sliding
 //! window (time or round count), so the extreme over the window is known in
 //! constant space and time. BBR keeps its bandwidth estimate in one.
+//!
+//! Also `min_not_zero()`, from the kernel's `include/linux/minmax.h`.
+
+/// `min_not_zero()`: the smaller of two values, where zero means "not set"
+/// (CDG's RTT minima, DCTCP's alpha decay).
+pub fn min_not_zero<T: Copy + Ord + Default>(a: T, b: T) -> T {
+    let zero = T::default();
+    if a == zero {
+        b
+    } else if b == zero {
+        a
+    } else {
+        a.min(b)
+    }
+}
 
 /// One sample: when (in the window's unit) and what.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -114,6 +129,16 @@ mod tests {
         assert_eq!(m.running_min(10, 4, 60), 50);
         assert_eq!(m.running_min(10, 12, 90), 60);
         assert_eq!(m.running_min(10, 13, 10), 10);
+    }
+
+    #[test]
+    fn min_not_zero_ignores_a_zero() {
+        assert_eq!(min_not_zero(0u32, 5), 5);
+        assert_eq!(min_not_zero(5u32, 0), 5);
+        assert_eq!(min_not_zero(3u32, 5), 3);
+        assert_eq!(min_not_zero(-3i32, 0), -3);
+        assert_eq!(min_not_zero(-3i32, 2), -3);
+        assert_eq!(min_not_zero(0i32, 0), 0);
     }
 
     #[test]

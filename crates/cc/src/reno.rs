@@ -10,50 +10,39 @@
 //! Kleinrock adds one option the kernel lacks: `hystart=hspp` replaces the
 //! initial slow start with HyStart++ (RFC 9406), see [`crate::hystart_pp`].
 
-use crate::aimd::{tcp_cong_avoid_ai, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
-use crate::hystart_pp::HystartPP;
+use crate::aimd::{
+    reads, tcp_cong_avoid_ai, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd,
+    AIMD_READS,
+};
+use crate::hystart::SlowStartExit;
+use crate::hystart_pp::{HystartPP, HSPP_READS};
 use crate::ops::{AckSample, CaVisitor, CongestionControl};
-use crate::params::{flag_value, ParamError, ParamInfo, Params};
+use crate::params::{flag_value, params, Token};
+use crate::registry::Declared;
 use crate::sock::{Field, Sock};
-use alloc::string::String;
+use crate::state::PrivateState;
 
-/// Reno's options.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RenoParams {
-    /// Use HyStart++ for the initial slow start.
-    pub hystart_pp: bool,
+/// Reno's `hystart`: `off` or `hspp`. Reno has no Linux HyStart, so the
+/// values that would name it (`on`, `1`, `linux`) are refused.
+fn slow_start_exit(v: &str) -> Option<SlowStartExit> {
+    match v {
+        "hspp" => Some(SlowStartExit::HystartPP),
+        _ => flag_value(v).filter(|on| !on).map(|_| SlowStartExit::Off),
+    }
 }
 
-impl Params for RenoParams {
-    const INFO: &'static [ParamInfo] = &[ParamInfo {
-        key: "hystart",
-        values: "off|hspp",
-        help: "slow-start exit: off (Linux reno) or hspp (HyStart++, RFC 9406)",
-    }];
-
-    fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
-        match key {
-            "hystart" => {
-                self.hystart_pp = match value {
-                    "hspp" => true,
-                    _ => flag_value(value).ok_or_else(|| ParamError::value(key, value))?,
-                };
-                if self.hystart_pp && value != "hspp" {
-                    // `hystart=1` would suggest Linux HyStart, which reno lacks.
-                    return Err(ParamError::value(key, value));
-                }
-                Ok(())
-            }
-            _ => Err(ParamError::unknown(key)),
-        }
-    }
-
-    fn get(&self, key: &str) -> String {
-        match key {
-            "hystart" if self.hystart_pp => "hspp".into(),
-            "hystart" => "off".into(),
-            _ => String::new(),
-        }
+params! {
+    /// Reno's options.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct RenoParams {
+        /// Use HyStart++ for the initial slow start.
+        hystart: SlowStartExit {
+            default: SlowStartExit::Off,
+            values: "off|hspp",
+            parse: slow_start_exit,
+            help: "slow-start exit: off (Linux reno) or hspp (HyStart++, RFC 9406)",
+            token: Token::Values(&[("hspp", "hspp")]),
+        },
     }
 }
 
@@ -64,28 +53,7 @@ pub struct Reno {
     hspp: HystartPP,
 }
 
-const RENO_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-];
-
-const RENO_HSPP_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-    Field::snd_una,
-    Field::snd_nxt,
-    Field::pacing_status,
-];
+const RENO_HSPP_READS: &[Field] = reads!(AIMD_READS, HSPP_READS);
 
 impl Reno {
     pub fn new(params: RenoParams) -> Reno {
@@ -95,14 +63,30 @@ impl Reno {
         }
     }
 
-    pub fn params(&self) -> &RenoParams {
+    /// Does HyStart++ run the initial slow start?
+    fn hspp_on(&self) -> bool {
+        self.params.hystart == SlowStartExit::HystartPP
+    }
+}
+
+impl Declared for Reno {
+    const NAME: &'static str = "reno";
+    const ALIASES: &'static [&'static str] = &["newreno"];
+    const SUMMARY: &'static str = "Linux reno: slow start, +1 segment per RTT, halve on loss";
+    type Params = RenoParams;
+
+    fn with_params(params: RenoParams) -> Reno {
+        Reno::new(params)
+    }
+
+    fn params(&self) -> &RenoParams {
         &self.params
     }
 }
 
 impl CongestionControl for Reno {
     fn name(&self) -> &'static str {
-        "reno"
+        Self::NAME
     }
 
     fn init(&mut self, _sk: &mut Sock) {
@@ -115,7 +99,7 @@ impl CongestionControl for Reno {
     }
 
     fn cong_avoid(&mut self, sk: &mut Sock, ack: u32, acked: u32) {
-        if !self.params.hystart_pp {
+        if !self.hspp_on() {
             return tcp_reno_cong_avoid(sk, ack, acked);
         }
         if !sk.is_cwnd_limited() {
@@ -133,7 +117,7 @@ impl CongestionControl for Reno {
     }
 
     fn pkts_acked(&mut self, sk: &mut Sock, sample: &AckSample) {
-        if self.params.hystart_pp {
+        if self.hspp_on() {
             let rtt = u32::try_from(sample.rtt_us).ok().map(|r| r.max(1));
             self.hspp.on_ack(sk, rtt);
         }
@@ -144,20 +128,20 @@ impl CongestionControl for Reno {
     }
 
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        if self.params.hystart_pp {
+        if self.hspp_on() {
             self.hspp.visit(visit);
         }
     }
 
     fn set_ca(&mut self, name: &str, value: i64) -> bool {
-        self.params.hystart_pp && self.hspp.set(name, value)
+        self.hspp_on() && self.hspp.set(name, value)
     }
 
     fn reads(&self) -> &'static [Field] {
-        if self.params.hystart_pp {
+        if self.hspp_on() {
             RENO_HSPP_READS
         } else {
-            RENO_READS
+            AIMD_READS
         }
     }
 }

@@ -19,88 +19,60 @@
 //! are Reno's business (`ssthresh`, `undo_cwnd`), and Vegas restarts its
 //! measurements after any of them, after idle, and at the start.
 
-use alloc::string::{String, ToString};
-
-use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start};
+use crate::aimd::{
+    reads, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS,
+};
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
-use crate::params::{int_value, ParamError, ParamInfo, Params};
+use crate::params::{params, Token};
+use crate::registry::Declared;
 use crate::sock::{after, CaState, Field, Sock};
+use crate::state::{private_state, PrivateState};
 
-/// Vegas' module parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct VegasParams {
-    /// Fewest packets to keep queued (default 2).
-    pub alpha: u32,
-    /// Most packets to keep queued (default 4).
-    pub beta: u32,
-    /// Slow start ends above this many queued (default 1).
-    pub gamma: u32,
-}
-
-impl Default for VegasParams {
-    fn default() -> Self {
-        VegasParams {
-            alpha: 2,
-            beta: 4,
-            gamma: 1,
-        }
-    }
-}
-
-impl Params for VegasParams {
-    const INFO: &'static [ParamInfo] = &[
-        ParamInfo {
-            key: "alpha",
-            values: "0..1000000",
+params! {
+    /// Vegas' module parameters.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct VegasParams {
+        /// Fewest packets to keep queued (default 2).
+        alpha: u32 {
+            default: 2,
+            range: 0..=1000000,
             help: "lower bound of packets in the bottleneck queue (default 2)",
+            token: Token::Prefix("a"),
         },
-        ParamInfo {
-            key: "beta",
-            values: "0..1000000",
+        /// Most packets to keep queued (default 4).
+        beta: u32 {
+            default: 4,
+            range: 0..=1000000,
             help: "upper bound of packets in the bottleneck queue (default 4)",
+            token: Token::Prefix("b"),
         },
-        ParamInfo {
-            key: "gamma",
-            values: "0..1000000",
+        /// Slow start ends above this many queued (default 1).
+        gamma: u32 {
+            default: 1,
+            range: 0..=1000000,
             help: "packets queued that end slow start (default 1)",
+            token: Token::Prefix("g"),
         },
-    ];
-
-    fn set(&mut self, key: &str, v: &str) -> Result<(), ParamError> {
-        match key {
-            "alpha" => self.alpha = int_value(key, v, 0, 1_000_000)?,
-            "beta" => self.beta = int_value(key, v, 0, 1_000_000)?,
-            "gamma" => self.gamma = int_value(key, v, 0, 1_000_000)?,
-            _ => return Err(ParamError::unknown(key)),
-        }
-        Ok(())
-    }
-
-    fn get(&self, key: &str) -> String {
-        match key {
-            "alpha" => self.alpha.to_string(),
-            "beta" => self.beta.to_string(),
-            "gamma" => self.gamma.to_string(),
-            _ => String::new(),
-        }
     }
 }
 
-/// `struct vegas`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[allow(non_snake_case)]
-pub struct VegasState {
-    /// Right edge of the window when the current round began.
-    pub beg_snd_nxt: u32,
-    pub beg_snd_una: u32,
-    pub beg_snd_cwnd: u32,
-    pub doing_vegas_now: u8,
-    /// RTT samples this round (a u16 in the kernel).
-    pub cntRTT: u16,
-    /// Smallest RTT this round, µs.
-    pub minRTT: u32,
-    /// Smallest RTT ever, µs.
-    pub baseRTT: u32,
+private_state! {
+    /// `struct vegas`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[allow(non_snake_case)]
+    pub struct VegasState {
+        /// Right edge of the window when the current round began.
+        pub beg_snd_nxt: u32,
+        pub beg_snd_una: u32,
+        pub beg_snd_cwnd: u32,
+        pub doing_vegas_now: u8,
+        /// RTT samples this round (a u16 in the kernel).
+        pub cntRTT: u16,
+        /// Smallest RTT this round, µs.
+        pub minRTT: u32,
+        /// Smallest RTT ever, µs.
+        pub baseRTT: u32,
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -115,10 +87,6 @@ impl Vegas {
             params,
             st: VegasState::default(),
         }
-    }
-
-    pub fn params(&self) -> &VegasParams {
-        &self.params
     }
 
     pub fn state(&self) -> &VegasState {
@@ -167,21 +135,26 @@ impl Vegas {
     }
 }
 
-const VEGAS_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::prior_cwnd,
-    Field::snd_nxt,
-    Field::icsk_ca_state,
-];
+const VEGAS_READS: &[Field] = reads!(AIMD_READS, &[Field::snd_nxt, Field::icsk_ca_state]);
+
+impl Declared for Vegas {
+    const NAME: &'static str = "vegas";
+    const SUMMARY: &'static str =
+        "Linux Vegas: keep alpha..beta packets queued, measured once per RTT";
+    type Params = VegasParams;
+
+    fn with_params(params: VegasParams) -> Vegas {
+        Vegas::new(params)
+    }
+
+    fn params(&self) -> &VegasParams {
+        &self.params
+    }
+}
 
 impl CongestionControl for Vegas {
     fn name(&self) -> &'static str {
-        "vegas"
+        Self::NAME
     }
 
     fn init(&mut self, sk: &mut Sock) {
@@ -247,34 +220,11 @@ impl CongestionControl for Vegas {
     }
 
     fn visit_ca(&self, visit: CaVisitor<'_>) {
-        let s = &self.st;
-        for (name, v) in [
-            ("beg_snd_nxt", s.beg_snd_nxt),
-            ("beg_snd_una", s.beg_snd_una),
-            ("beg_snd_cwnd", s.beg_snd_cwnd),
-            ("doing_vegas_now", s.doing_vegas_now as u32),
-            ("cntRTT", s.cntRTT as u32),
-            ("minRTT", s.minRTT),
-            ("baseRTT", s.baseRTT),
-        ] {
-            visit(name, v as i64);
-        }
+        self.st.visit(visit)
     }
 
-    fn set_ca(&mut self, name: &str, value: i64) -> bool {
-        let s = &mut self.st;
-        let v = value as u32;
-        match name {
-            "beg_snd_nxt" => s.beg_snd_nxt = v,
-            "beg_snd_una" => s.beg_snd_una = v,
-            "beg_snd_cwnd" => s.beg_snd_cwnd = v,
-            "doing_vegas_now" => s.doing_vegas_now = v as u8,
-            "cntRTT" => s.cntRTT = v as u16,
-            "minRTT" => s.minRTT = v,
-            "baseRTT" => s.baseRTT = v,
-            _ => return false,
-        }
-        true
+    fn set_ca(&mut self, name: &str, cell: i64) -> bool {
+        self.st.set(name, cell)
     }
 
     fn reads(&self) -> &'static [Field] {
@@ -285,66 +235,57 @@ impl CongestionControl for Vegas {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{Harness, Setup};
 
-    fn sock(cwnd: u32, ssthresh: u32) -> Sock {
-        let mut sk = Sock::new(1000);
-        sk.snd_cwnd = cwnd;
-        sk.snd_ssthresh = ssthresh;
-        sk.is_cwnd_limited = true;
-        sk
+    /// Vegas on a cwnd-limited connection.
+    fn vegas(cwnd: u32, ssthresh: u32) -> Harness<Vegas> {
+        let sk = Sock::new(1000).cwnd(cwnd).ssthresh(ssthresh).cwnd_limited();
+        Harness::new(Vegas::default(), sk)
     }
 
-    fn round(v: &mut Vegas, sk: &mut Sock, rtts: &[i32], next_ack: u32) {
+    /// A round: one-segment ACKs with these RTTs, then one past its end.
+    fn round(h: &mut Harness<Vegas>, rtts: &[i32], next_ack: u32) {
         for &r in rtts {
-            v.pkts_acked(
-                sk,
-                &AckSample {
-                    pkts_acked: 1,
-                    rtt_us: r,
-                    in_flight: 0,
-                },
-            );
+            h.acked(1, r);
         }
-        v.cong_avoid(sk, next_ack, 1);
+        h.cong_avoid(next_ack, 1);
     }
 
     #[test]
     fn holds_between_alpha_and_beta_packets_queued() {
-        let mut v = Vegas::default();
-        let mut sk = sock(20, 10);
-        v.init(&mut sk);
-        sk.snd_nxt = 1000;
-        v.init(&mut sk);
+        let mut h = vegas(20, 10);
+        h.init();
+        h.sk.snd_nxt = 1000;
+        h.init();
         // Base RTT 10 ms (samples +1 us): 10001.
-        round(&mut v, &mut sk, &[10_000, 10_000, 10_000], 1001);
+        round(&mut h, &[10_000, 10_000, 10_000], 1001);
         // diff = 20 * 0 / 10001 = 0 < alpha: +1.
-        assert_eq!(sk.snd_cwnd, 21);
+        assert_eq!(h.sk.snd_cwnd, 21);
         // Round at 11.5 ms: diff = 21 * 1500 / 10001 = 3: hold.
-        sk.snd_nxt = 2000;
-        round(&mut v, &mut sk, &[11_500, 11_600, 11_550], 2001);
-        assert_eq!(sk.snd_cwnd, 21);
+        h.sk.snd_nxt = 2000;
+        round(&mut h, &[11_500, 11_600, 11_550], 2001);
+        assert_eq!(h.sk.snd_cwnd, 21);
         // Round at 13 ms: diff = 21 * 3000 / 10001 = 6 > beta: -1.
-        sk.snd_nxt = 3000;
-        round(&mut v, &mut sk, &[13_000, 13_100, 13_050], 3001);
-        assert_eq!(sk.snd_cwnd, 20);
+        h.sk.snd_nxt = 3000;
+        round(&mut h, &[13_000, 13_100, 13_050], 3001);
+        assert_eq!(h.sk.snd_cwnd, 20);
         // ssthresh follows: min(ssthresh, cwnd) then current_ssthresh (3/4).
-        assert_eq!(sk.snd_ssthresh, 15);
+        assert_eq!(h.sk.snd_ssthresh, 15);
     }
 
     #[test]
     fn too_few_samples_means_reno_and_slow_start_exits_at_the_actual_rate() {
-        let mut v = Vegas::default();
-        let mut sk = sock(40, u32::MAX >> 1);
-        sk.snd_nxt = 100;
-        v.init(&mut sk);
+        let mut h = vegas(40, u32::MAX >> 1);
+        h.sk.snd_nxt = 100;
+        h.init();
         // Two samples: Reno slow start (+1 for one ACKed).
-        round(&mut v, &mut sk, &[10_000, 20_000], 101);
-        assert_eq!(sk.snd_cwnd, 41);
+        round(&mut h, &[10_000, 20_000], 101);
+        assert_eq!(h.sk.snd_cwnd, 41);
         // Three samples at twice the base RTT: diff = 41 > gamma in slow
         // start: cwnd = min(41, 41 * 10001 / 20001 + 1) = 21.
-        sk.snd_nxt = 200;
-        round(&mut v, &mut sk, &[20_000, 20_000, 20_000], 201);
-        assert_eq!(sk.snd_cwnd, 21);
-        assert_eq!(sk.snd_ssthresh, 21);
+        h.sk.snd_nxt = 200;
+        round(&mut h, &[20_000, 20_000, 20_000], 201);
+        assert_eq!(h.sk.snd_cwnd, 21);
+        assert_eq!(h.sk.snd_ssthresh, 21);
     }
 }

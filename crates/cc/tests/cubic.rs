@@ -2,26 +2,17 @@
 //! 6.18 `net/ipv4/tcp_cubic.c` (each intermediate value is in a comment).
 
 use kleinrock_cc::cubic::{cubic_root, Cubic, CubicParams, Scales};
-use kleinrock_cc::hystart::HystartConfig;
-use kleinrock_cc::{AckSample, CaEvent, CaState, CongestionControl, Sock};
+use kleinrock_cc::harness::{sample, Harness, Setup};
+use kleinrock_cc::{Algorithm, CaEvent, CaState, CongestionControl, Sock};
 
-/// An ACK sample.
-fn ack(pkts_acked: u32, rtt_us: i32, in_flight: u32) -> AckSample {
-    AckSample {
-        pkts_acked,
-        rtt_us,
-        in_flight,
-    }
-}
-
-/// A socket in congestion avoidance at `now_us` on a `hz` clock.
+/// A connection in congestion avoidance (ssthresh = cwnd, cwnd-limited) at
+/// `now_us` on a `hz` clock.
 fn ca_sock(hz: u32, now_us: u64, cwnd: u32) -> Sock {
-    let mut sk = Sock::new(hz);
-    sk.set_clock(now_us);
-    sk.snd_cwnd = cwnd;
-    sk.snd_ssthresh = cwnd;
-    sk.is_cwnd_limited = true;
-    sk
+    Sock::new(hz)
+        .at(now_us)
+        .cwnd(cwnd)
+        .ssthresh(cwnd)
+        .cwnd_limited()
 }
 
 #[test]
@@ -67,57 +58,55 @@ fn precomputed_scales() {
 
 #[test]
 fn ssthresh_beta_and_fast_convergence() {
-    let mut c = Cubic::default();
-    let mut sk = ca_sock(1000, 0, 100);
+    let mut h = Harness::new(Cubic::default(), ca_sock(1000, 0, 100));
     // 100 * 717 / 1024 = 70; first loss: W_max = cwnd.
-    assert_eq!(c.ssthresh(&mut sk), 70);
-    assert_eq!(c.state().last_max_cwnd, 100);
+    assert_eq!(h.ssthresh(), 70);
+    assert_eq!(h.cc.state().last_max_cwnd, 100);
     // A loss below W_max: W_max = 90 * 1741 / 2048 = 76; ssthresh 63.
-    sk.snd_cwnd = 90;
-    assert_eq!(c.ssthresh(&mut sk), 63);
-    assert_eq!(c.state().last_max_cwnd, 76);
+    h.sk.snd_cwnd = 90;
+    assert_eq!(h.ssthresh(), 63);
+    assert_eq!(h.cc.state().last_max_cwnd, 76);
     // Without fast convergence W_max is the cwnd.
-    let mut c = Cubic::new(CubicParams {
+    h.cc = Cubic::new(CubicParams {
         fast_convergence: false,
         ..Default::default()
     });
-    sk.snd_cwnd = 100;
-    c.ssthresh(&mut sk);
-    sk.snd_cwnd = 90;
-    c.ssthresh(&mut sk);
-    assert_eq!(c.state().last_max_cwnd, 90);
+    h.sk.snd_cwnd = 100;
+    h.ssthresh();
+    h.sk.snd_cwnd = 90;
+    h.ssthresh();
+    assert_eq!(h.cc.state().last_max_cwnd, 90);
     // Never below 2.
-    sk.snd_cwnd = 2;
-    assert_eq!(c.ssthresh(&mut sk), 2);
+    h.sk.snd_cwnd = 2;
+    assert_eq!(h.ssthresh(), 2);
 }
 
 /// One ACK of one segment at `elapsed_ms` after the epoch started, cwnd
 /// pinned at 70, returning the `cnt` CUBIC computed.
-fn cnt_at(c: &mut Cubic, hz: u32, start_us: u64, elapsed_ms: u64) -> u32 {
-    let mut sk = ca_sock(hz, start_us + elapsed_ms * 1000, 70);
-    c.cong_avoid(&mut sk, 0, 1);
-    c.state().cnt
+fn cnt_at(h: &mut Harness<Cubic>, hz: u32, start_us: u64, elapsed_ms: u64) -> u32 {
+    h.sk = ca_sock(hz, start_us + elapsed_ms * 1000, 70);
+    h.cong_avoid(0, 1);
+    h.cc.state().cnt
 }
 
 #[test]
 fn k_and_the_cubic_target_at_chosen_times() {
-    let mut c = Cubic::default();
-    let mut sk = ca_sock(1000, 0, 100);
-    c.ssthresh(&mut sk); // W_max = 100, cwnd cut to 70 below.
+    let mut h = Harness::new(Cubic::default(), ca_sock(1000, 0, 100));
+    h.ssthresh(); // W_max = 100, cwnd cut to 70 below.
     let start = 1_000_000;
     // Epoch starts: K = cubic_root(2681735677 * 30) = 4316 (2^-10 s; the
     // real-valued K is cbrt(30 / 0.4) = 4.217 s = 4318).
     // t = 0: delta = 410 * 4316^3 >> 40 = 29, target 71, cnt = 70 / 1.
-    assert_eq!(cnt_at(&mut c, 1000, start, 0), 70);
-    assert_eq!(c.state().bic_K, 4316);
-    assert_eq!(c.state().bic_origin_point, 100);
-    assert_eq!(c.state().epoch_start, ca_sock(1000, start, 1).jiffies);
+    assert_eq!(cnt_at(&mut h, 1000, start, 0), 70);
+    assert_eq!(h.cc.state().bic_K, 4316);
+    assert_eq!(h.cc.state().bic_origin_point, 100);
+    assert_eq!(h.cc.state().epoch_start, ca_sock(1000, start, 1).jiffies);
     // 1 s: t = 1024, offs 3292, delta 13, target 87, cnt = 70 / 17 = 4.
-    assert_eq!(cnt_at(&mut c, 1000, start, 1000), 4);
+    assert_eq!(cnt_at(&mut h, 1000, start, 1000), 4);
     // 2 s: t = 2048, target 96, cnt = 70 / 26 = 2.
-    assert_eq!(cnt_at(&mut c, 1000, start, 2000), 2);
+    assert_eq!(cnt_at(&mut h, 1000, start, 2000), 2);
     // 4 s: t = 4096 < K, target 100 - 0: cnt = 70 / 30 = 2.
-    assert_eq!(cnt_at(&mut c, 1000, start, 4000), 2);
+    assert_eq!(cnt_at(&mut h, 1000, start, 4000), 2);
 }
 
 #[test]
@@ -125,27 +114,25 @@ fn target_looks_one_min_rtt_ahead_in_jiffies() {
     // HZ=250, delay_min 100 ms = usecs_to_jiffies 25 jiffies ahead:
     // t = (0 + 25) << 10 / 250 = 102, delta = 410 * 4214^3 >> 40 = 27,
     // target 73, cnt = 70 / 3 = 23.
-    let mut c = Cubic::default();
-    let mut sk = ca_sock(250, 0, 100);
-    c.ssthresh(&mut sk);
-    c.set_ca("delay_min", 100_000);
-    assert_eq!(cnt_at(&mut c, 250, 5_000_000, 0), 23);
+    let mut h = Harness::new(Cubic::default(), ca_sock(250, 0, 100));
+    h.ssthresh();
+    h.cc.set_ca("delay_min", 100_000);
+    assert_eq!(cnt_at(&mut h, 250, 5_000_000, 0), 23);
 }
 
 #[test]
 fn cnt_is_recomputed_at_most_once_per_jiffy_and_32_times_a_second() {
-    let mut c = Cubic::default();
-    let mut sk = ca_sock(1000, 0, 100);
-    c.ssthresh(&mut sk);
+    let mut h = Harness::new(Cubic::default(), ca_sock(1000, 0, 100));
+    h.ssthresh();
     let start = 1_000_000;
-    assert_eq!(cnt_at(&mut c, 1000, start, 0), 70);
+    assert_eq!(cnt_at(&mut h, 1000, start, 0), 70);
     // 31 ms later with the same cwnd: HZ/32 = 31 jiffies not exceeded.
-    assert_eq!(cnt_at(&mut c, 1000, start, 31), 70);
-    assert_eq!(c.state().last_time, ca_sock(1000, start, 1).jiffies);
+    assert_eq!(cnt_at(&mut h, 1000, start, 31), 70);
+    assert_eq!(h.cc.state().last_time, ca_sock(1000, start, 1).jiffies);
     // 32 ms: recomputed (the target has moved little: still 70 / 1).
-    assert_eq!(cnt_at(&mut c, 1000, start, 32), 70);
+    assert_eq!(cnt_at(&mut h, 1000, start, 32), 70);
     assert_eq!(
-        c.state().last_time,
+        h.cc.state().last_time,
         ca_sock(1000, start + 32_000, 1).jiffies
     );
 }
@@ -154,36 +141,34 @@ fn cnt_is_recomputed_at_most_once_per_jiffy_and_32_times_a_second() {
 fn before_the_first_loss_growth_is_at_least_5_percent_per_rtt() {
     // last_max_cwnd == 0: origin = cwnd, target = cwnd + tiny: cnt would be
     // 100 * cwnd; capped at 20.
-    let mut c = Cubic::default();
-    let mut sk = ca_sock(1000, 1_000_000, 70);
-    c.cong_avoid(&mut sk, 0, 1);
-    assert_eq!(c.state().cnt, 20);
+    let mut h = Harness::new(Cubic::default(), ca_sock(1000, 1_000_000, 70));
+    h.cong_avoid(0, 1);
+    assert_eq!(h.cc.state().cnt, 20);
 }
 
 #[test]
 fn friendliness_counts_acks_at_the_reno_rate() {
     // cwnd 100: Reno gains one segment per 100 * 15 >> 3 = 187 ACKed.
-    let mut c = Cubic::default();
-    let mut sk = ca_sock(1000, 0, 100);
-    c.ssthresh(&mut sk); // W_max 100 = cwnd: the cubic part is flat.
-    let mut sk = ca_sock(1000, 1_000_000, 100);
-    c.cong_avoid(&mut sk, 0, 1); // epoch starts: ack_cnt = 1, tcp_cwnd = 100.
-    assert_eq!(c.state().tcp_cwnd, 100);
+    let mut h = Harness::new(Cubic::default(), ca_sock(1000, 0, 100));
+    h.ssthresh(); // W_max 100 = cwnd: the cubic part is flat.
+    h.sk = ca_sock(1000, 1_000_000, 100);
+    h.cong_avoid(0, 1); // epoch starts: ack_cnt = 1, tcp_cwnd = 100.
+    assert_eq!(h.cc.state().tcp_cwnd, 100);
     // 100 ms later (past the 1/32 s hold-off), 187 more ACKed: ack_cnt 188
     // > 187, so tcp_cwnd 101 and ack_cnt 1.
-    sk.snd_cwnd = 100;
-    sk.set_clock(1_100_000);
-    c.cong_avoid(&mut sk, 0, 187);
-    assert_eq!((c.state().tcp_cwnd, c.state().ack_cnt), (101, 1));
+    h.sk.snd_cwnd = 100;
+    h.at(1_100_000);
+    h.cong_avoid(0, 187);
+    assert_eq!((h.cc.state().tcp_cwnd, h.cc.state().ack_cnt), (101, 1));
     // Reno is ahead by 1: cnt capped at 100 / 1 = 100 (the cubic part
     // alone asks for 100 * 100 ACKs per segment).
-    assert_eq!(c.state().cnt, 100);
-    sk.snd_cwnd = 100;
-    sk.set_clock(1_200_000);
+    assert_eq!(h.cc.state().cnt, 100);
+    h.sk.snd_cwnd = 100;
+    h.at(1_200_000);
     // ack_cnt 1 + 373 = 374 = 2 * 187: the kernel's loop stops at 187.
-    c.cong_avoid(&mut sk, 0, 373);
-    assert_eq!((c.state().tcp_cwnd, c.state().ack_cnt), (102, 187));
-    assert_eq!(c.state().cnt, 50);
+    h.cong_avoid(0, 373);
+    assert_eq!((h.cc.state().tcp_cwnd, h.cc.state().ack_cnt), (102, 187));
+    assert_eq!(h.cc.state().cnt, 50);
 }
 
 #[test]
@@ -192,149 +177,140 @@ fn newreno_emulation_gains_a_segment_per_window() {
         friendly: kleinrock_cc::cubic::Friendly::NewReno,
         ..Default::default()
     };
-    let mut c = Cubic::new(p);
-    let mut sk = ca_sock(1000, 0, 100);
-    c.ssthresh(&mut sk);
-    let mut sk = ca_sock(1000, 1_000_000, 100);
-    c.cong_avoid(&mut sk, 0, 1);
-    sk.snd_cwnd = 100;
-    sk.set_clock(1_100_000);
-    c.cong_avoid(&mut sk, 0, 99); // ack_cnt 100 = W_est: +1.
-    assert_eq!((c.state().tcp_cwnd, c.state().ack_cnt), (101, 0));
-    assert_eq!(c.state().cnt, 100);
+    let mut h = Harness::new(Cubic::new(p), ca_sock(1000, 0, 100));
+    h.ssthresh();
+    h.sk = ca_sock(1000, 1_000_000, 100);
+    h.cong_avoid(0, 1);
+    h.sk.snd_cwnd = 100;
+    h.at(1_100_000);
+    h.cong_avoid(0, 99); // ack_cnt 100 = W_est: +1.
+    assert_eq!((h.cc.state().tcp_cwnd, h.cc.state().ack_cnt), (101, 0));
+    assert_eq!(h.cc.state().cnt, 100);
 }
 
 #[test]
 fn hystart_ack_train_ends_slow_start_through_pkts_acked() {
-    let mut c = Cubic::default();
-    let mut sk = Sock::new(1000);
-    sk.set_clock(10_000_000);
-    sk.snd_cwnd = 40;
-    sk.snd_nxt = 100_000;
-    c.init(&mut sk);
+    let mut h = Harness::new(Cubic::default(), Sock::new(1000));
+    h.at(10_000_000);
+    h.sk.snd_cwnd = 40;
+    h.sk.snd_nxt = 100_000;
+    h.init();
     // Min RTT 20 ms, no pacing rate: the train must last over 10 ms.
     let mut t = 10_000_000;
     for _ in 0..10 {
         t += 1000;
-        sk.set_clock(t);
-        c.pkts_acked(&mut sk, &ack(2, 20_000, 40));
+        h.at(t);
+        h.pkts_acked(sample(2, 20_000, 40));
     }
-    assert_eq!(c.hystart_state().found, 0);
-    sk.set_clock(t + 1000);
-    c.pkts_acked(&mut sk, &ack(2, 20_000, 40));
-    assert_eq!(c.hystart_state().found, 1);
-    assert_eq!(sk.snd_ssthresh, 40);
+    assert_eq!(h.cc.hystart_state().found, 0);
+    h.at(t + 1000);
+    h.pkts_acked(sample(2, 20_000, 40));
+    assert_eq!(h.cc.hystart_state().found, 1);
+    assert_eq!(h.sk.snd_ssthresh, 40);
     // Found: later samples no longer judge, even a huge RTT rise.
-    sk.snd_ssthresh = u32::MAX;
-    c.pkts_acked(&mut sk, &ack(1, 900_000, 40));
-    assert_eq!(sk.snd_ssthresh, u32::MAX);
+    h.sk.snd_ssthresh = u32::MAX;
+    h.pkts_acked(sample(1, 900_000, 40));
+    assert_eq!(h.sk.snd_ssthresh, u32::MAX);
 }
 
 #[test]
 fn hystart_delay_detector_alone_and_low_window() {
     let p = CubicParams {
-        hystart_cfg: HystartConfig {
-            detect: 2,
-            low_window: 16,
-            ack_delta_us: 2000,
-        },
+        hystart_detect: 2,
+        hystart_low_window: 16,
+        hystart_ack_delta_us: 2000,
         ..Default::default()
     };
-    let mut c = Cubic::new(p);
-    let mut sk = Sock::new(1000);
-    sk.snd_cwnd = 10; // below hystart_low_window
-    c.init(&mut sk);
+    let mut h = Harness::new(Cubic::new(p), Sock::new(1000));
+    h.sk.snd_cwnd = 10; // below hystart_low_window
+    h.init();
     for _ in 0..20 {
-        c.pkts_acked(&mut sk, &ack(1, 60_000, 10));
+        h.pkts_acked(sample(1, 60_000, 10));
     }
-    assert_eq!(c.hystart_state().found, 0);
+    assert_eq!(h.cc.hystart_state().found, 0);
     // First sample set delay_min to 60 ms; now cwnd 16 and RTTs of 67.5 ms
     // (threshold 60 + 7.5 ms): the ninth judged sample exits.
-    sk.snd_cwnd = 16;
+    h.sk.snd_cwnd = 16;
     for _ in 0..8 {
-        c.pkts_acked(&mut sk, &ack(1, 67_501, 16));
+        h.pkts_acked(sample(1, 67_501, 16));
     }
-    assert_eq!(c.hystart_state().found, 0);
-    c.pkts_acked(&mut sk, &ack(1, 67_501, 16));
-    assert_eq!(c.hystart_state().found, 1);
-    assert_eq!(sk.snd_ssthresh, 16);
+    assert_eq!(h.cc.hystart_state().found, 0);
+    h.pkts_acked(sample(1, 67_501, 16));
+    assert_eq!(h.cc.hystart_state().found, 1);
+    assert_eq!(h.sk.snd_ssthresh, 16);
 }
 
 #[test]
 fn loss_state_resets_epoch_w_max_and_delay_min() {
-    let mut c = Cubic::default();
-    let mut sk = ca_sock(1000, 0, 100);
-    c.ssthresh(&mut sk);
-    c.pkts_acked(&mut sk, &ack(1, 5000, 9));
-    assert_eq!(c.state().delay_min, 5000);
-    c.set_state(&mut sk, CaState::Recovery);
-    assert_eq!(c.state().last_max_cwnd, 100);
-    c.set_state(&mut sk, CaState::Loss);
-    assert_eq!(*c.state(), Default::default());
-    assert_eq!(c.hystart_state().curr_rtt, u32::MAX);
+    let mut h = Harness::new(Cubic::default(), ca_sock(1000, 0, 100));
+    h.ssthresh();
+    h.pkts_acked(sample(1, 5000, 9));
+    assert_eq!(h.cc.state().delay_min, 5000);
+    h.set_state(CaState::Recovery);
+    assert_eq!(h.cc.state().last_max_cwnd, 100);
+    h.set_state(CaState::Loss);
+    assert_eq!(*h.cc.state(), Default::default());
+    assert_eq!(h.cc.hystart_state().curr_rtt, u32::MAX);
 }
 
 #[test]
 fn rtt_samples_in_the_first_second_of_an_epoch_are_ignored() {
-    let mut c = Cubic::default();
-    let mut sk = ca_sock(1000, 0, 100);
-    c.ssthresh(&mut sk);
-    let mut sk = ca_sock(1000, 1_000_000, 70);
-    c.cong_avoid(&mut sk, 0, 1); // epoch starts
-    sk.set_clock(1_999_000);
-    c.pkts_acked(&mut sk, &ack(1, 7000, 9));
-    assert_eq!(c.state().delay_min, 0);
-    sk.set_clock(2_000_000);
-    c.pkts_acked(&mut sk, &ack(1, 0, 9));
-    assert_eq!(c.state().delay_min, 1, "a zero RTT counts as 1 us");
-    c.pkts_acked(&mut sk, &ack(1, -1, 9));
-    assert_eq!(c.state().delay_min, 1);
+    let mut h = Harness::new(Cubic::default(), ca_sock(1000, 0, 100));
+    h.ssthresh();
+    h.sk = ca_sock(1000, 1_000_000, 70);
+    h.cong_avoid(0, 1); // epoch starts
+    h.at(1_999_000);
+    h.pkts_acked(sample(1, 7000, 9));
+    assert_eq!(h.cc.state().delay_min, 0);
+    h.at(2_000_000);
+    h.pkts_acked(sample(1, 0, 9));
+    assert_eq!(h.cc.state().delay_min, 1, "a zero RTT counts as 1 us");
+    h.pkts_acked(sample(1, -1, 9));
+    assert_eq!(h.cc.state().delay_min, 1);
 }
 
 #[test]
 fn idle_shifts_the_epoch_but_never_into_the_future() {
-    let mut c = Cubic::default();
-    let mut sk = ca_sock(1000, 0, 100);
-    c.ssthresh(&mut sk);
-    let mut sk = ca_sock(1000, 1_000_000, 70);
-    c.cong_avoid(&mut sk, 0, 1);
-    let epoch = c.state().epoch_start;
+    let mut h = Harness::new(Cubic::default(), ca_sock(1000, 0, 100));
+    h.ssthresh();
+    h.sk = ca_sock(1000, 1_000_000, 70);
+    h.cong_avoid(0, 1);
+    let epoch = h.cc.state().epoch_start;
     // Last send at +100 ms, transmission restarts at +600 ms: +500 jiffies.
-    sk.set_clock(1_100_000);
-    sk.lsndtime = sk.jiffies;
-    sk.set_clock(1_600_000);
-    c.cwnd_event(&mut sk, CaEvent::TxStart);
-    assert_eq!(c.state().epoch_start, epoch.wrapping_add(500));
+    h.at(1_100_000);
+    h.sk.lsndtime = h.sk.jiffies;
+    h.at(1_600_000);
+    h.event(CaEvent::TxStart);
+    assert_eq!(h.cc.state().epoch_start, epoch.wrapping_add(500));
     // lsndtime far in the past: capped at now.
-    sk.lsndtime = sk.jiffies.wrapping_sub(100_000);
-    c.cwnd_event(&mut sk, CaEvent::TxStart);
-    assert_eq!(c.state().epoch_start, sk.jiffies);
+    h.sk.lsndtime = h.sk.jiffies.wrapping_sub(100_000);
+    h.event(CaEvent::TxStart);
+    assert_eq!(h.cc.state().epoch_start, h.sk.jiffies);
     // Other events do nothing.
-    c.cwnd_event(&mut sk, CaEvent::CwndRestart);
-    assert_eq!(c.state().epoch_start, sk.jiffies);
+    h.event(CaEvent::CwndRestart);
+    assert_eq!(h.cc.state().epoch_start, h.sk.jiffies);
 }
 
 #[test]
 fn initial_ssthresh_applies_only_without_hystart() {
-    let mut sk = Sock::new(1000);
-    let mut c: kleinrock_cc::Algorithm = "cubic:initial_ssthresh=50".parse().unwrap();
-    c.init(&mut sk);
-    assert_eq!(sk.snd_ssthresh, kleinrock_cc::sock::TCP_INFINITE_SSTHRESH);
-    let mut c: kleinrock_cc::Algorithm = "cubic:initial_ssthresh=50:hystart=off".parse().unwrap();
-    c.init(&mut sk);
-    assert_eq!(sk.snd_ssthresh, 50);
+    let spec = |s: &str| s.parse::<Algorithm>().unwrap();
+    let mut h = Harness::new(spec("cubic:initial_ssthresh=50"), Sock::new(1000));
+    h.init();
+    assert_eq!(h.sk.snd_ssthresh, kleinrock_cc::sock::TCP_INFINITE_SSTHRESH);
+    h.cc = spec("cubic:initial_ssthresh=50:hystart=off");
+    h.init();
+    assert_eq!(h.sk.snd_ssthresh, 50);
 }
 
 #[test]
 fn cnt_never_below_two_so_growth_is_at_most_1_5x_per_rtt() {
-    let mut c = Cubic::default();
-    let mut sk = ca_sock(1000, 0, 10);
-    c.ssthresh(&mut sk);
+    let mut h = Harness::new(Cubic::default(), ca_sock(1000, 0, 10));
+    h.ssthresh();
     // Far past K with a small window: target far above cwnd.
-    let mut sk = ca_sock(1000, 1_000_000, 7);
-    c.cong_avoid(&mut sk, 0, 1);
-    sk.snd_cwnd = 7;
-    sk.set_clock(60_000_000);
-    c.cong_avoid(&mut sk, 0, 1);
-    assert_eq!(c.state().cnt, 2);
+    h.sk = ca_sock(1000, 1_000_000, 7);
+    h.cong_avoid(0, 1);
+    h.sk.snd_cwnd = 7;
+    h.at(60_000_000);
+    h.cong_avoid(0, 1);
+    assert_eq!(h.cc.state().cnt, 2);
 }

@@ -5,7 +5,10 @@
 
 use kleinrock_cc::cdg::CdgCwr;
 use kleinrock_cc::cubic::cubic_root;
-use kleinrock_cc::{AckSample, Algorithm, CaEvent, CaState, CongestionControl, RateSample, Sock};
+use kleinrock_cc::harness::{Harness, Setup};
+use kleinrock_cc::{
+    AckSample, Algorithm, CaEvent, CaState, CongestionControl, Declared, RateSample, Sock,
+};
 use proptest::prelude::*;
 
 const SPECS: &[&str] = &[
@@ -78,34 +81,34 @@ fn event() -> impl Strategy<Value = Event> {
     ]
 }
 
+/// The TCP core's side of the connection: one algorithm on the harness,
+/// and the clock and sequence numbers the events advance.
 struct Core {
-    sk: Sock,
-    cc: Algorithm,
+    h: Harness<Algorithm>,
     now: u64,
     seq: u32,
 }
 
 impl Core {
     fn new(spec: &str, hz: u32, clamp: u32, start_us: u64) -> Core {
-        let mut sk = Sock::new(hz);
+        let mut sk = Sock::new(hz).at(start_us);
         sk.snd_cwnd_clamp = clamp;
         sk.snd_cwnd = sk.snd_cwnd.min(clamp);
-        sk.set_clock(start_us);
-        let mut cc: Algorithm = spec.parse().unwrap();
+        let cc: Algorithm = spec.parse().unwrap();
         if cc.needs_ecn() {
-            sk.ecn_flags = kleinrock_cc::sock::TCP_ECN_OK;
+            sk = sk.ecn();
         }
-        cc.init(&mut sk);
+        let mut h = Harness::new(cc, sk);
+        h.init();
         Core {
-            sk,
-            cc,
+            h,
             now: start_us,
             seq: 0,
         }
     }
 
     fn check(&self, what: &str) -> Result<(), TestCaseError> {
-        let sk = &self.sk;
+        let sk = &self.h.sk;
         prop_assert!(sk.snd_cwnd >= 1, "{what}: cwnd {}", sk.snd_cwnd);
         prop_assert!(
             sk.snd_cwnd <= sk.snd_cwnd_clamp,
@@ -113,13 +116,13 @@ impl Core {
             sk.snd_cwnd,
             sk.snd_cwnd_clamp
         );
-        let tolerant = matches!(&self.cc, Algorithm::Cdg(c) if c.params().use_tolerance);
+        let tolerant = matches!(&self.h.cc, Algorithm::Cdg(c) if c.params().use_tolerance);
         prop_assert!(
             sk.snd_ssthresh >= 2 || tolerant && sk.snd_ssthresh >= 1,
             "{what}: ssthresh {}",
             sk.snd_ssthresh
         );
-        if let Algorithm::Dctcp(d) = &self.cc {
+        if let Algorithm::Dctcp(d) = &self.h.cc {
             let alpha = d.state().dctcp_alpha;
             prop_assert!(alpha <= 1024, "{what}: dctcp_alpha {alpha} > 1024");
         }
@@ -128,24 +131,23 @@ impl Core {
 
     /// Is CDG in the CWR of its own (`cwr=own`)?
     fn in_own_cwr(&self) -> bool {
-        matches!(&self.cc, Algorithm::Cdg(c) if c.state().in_cwr)
+        matches!(&self.h.cc, Algorithm::Cdg(c) if c.state().own.in_cwr)
     }
 
     fn set_state(&mut self, s: CaState) {
-        self.cc.set_state(&mut self.sk, s);
-        self.sk.icsk_ca_state = s;
+        self.h.set_state(s);
     }
 
     fn reduce(&mut self) -> Result<(), TestCaseError> {
-        self.sk.prior_cwnd = self.sk.snd_cwnd;
-        let cwnd = self.sk.snd_cwnd;
-        let ssthresh = self.cc.ssthresh(&mut self.sk);
+        self.h.sk.prior_cwnd = self.h.sk.snd_cwnd;
+        let cwnd = self.h.sk.snd_cwnd;
+        let ssthresh = self.h.ssthresh();
         // Linux CDG with use_tolerance keeps cwnd as ssthresh for a loss
         // while the queue is not full, even a cwnd of 1 after an RTO.
         let tolerated =
-            matches!(&self.cc, Algorithm::Cdg(c) if c.params().use_tolerance && ssthresh == cwnd);
+            matches!(&self.h.cc, Algorithm::Cdg(c) if c.params().use_tolerance && ssthresh == cwnd);
         prop_assert!(ssthresh >= 2 || tolerated, "ssthresh() returned {ssthresh}");
-        self.sk.snd_ssthresh = ssthresh;
+        self.h.sk.snd_ssthresh = ssthresh;
         Ok(())
     }
 
@@ -158,29 +160,28 @@ impl Core {
                 limited,
             } => {
                 self.now += dt;
-                self.sk.set_clock(self.now);
+                self.h.at(self.now);
                 self.seq = self.seq.wrapping_add(acked * 1448);
-                self.sk.snd_una = self.seq;
-                self.sk.snd_nxt = self.seq.wrapping_add(self.sk.snd_cwnd.wrapping_mul(1448));
-                self.sk.is_cwnd_limited = limited;
-                self.sk.max_packets_out = self.sk.snd_cwnd;
+                self.h.sk.snd_una = self.seq;
+                self.h.sk.snd_nxt = self.seq.wrapping_add(self.h.sk.snd_cwnd.wrapping_mul(1448));
+                self.h.sk.is_cwnd_limited = limited;
+                self.h.sk.max_packets_out = self.h.sk.snd_cwnd;
                 if rtt_us > 0 {
-                    self.sk.srtt_us = (rtt_us as u32) << 3;
+                    self.h.sk.srtt_us = (rtt_us as u32) << 3;
                 }
                 let sample = AckSample {
                     pkts_acked: acked,
                     rtt_us,
-                    in_flight: self.sk.snd_cwnd,
+                    in_flight: self.h.sk.snd_cwnd,
                 };
-                self.cc.pkts_acked(&mut self.sk, &sample);
+                self.h.pkts_acked(sample);
                 self.check("pkts_acked")?;
-                let prior_delivered = self.sk.delivered;
-                self.sk.delivered = self.sk.delivered.wrapping_add(acked);
-                self.sk.delivered_mstamp = self.now;
-                self.cc
-                    .in_ack_event(&mut self.sk, kleinrock_cc::ops::CA_ACK_WIN_UPDATE);
+                let prior_delivered = self.h.sk.delivered;
+                self.h.sk.delivered = self.h.sk.delivered.wrapping_add(acked);
+                self.h.sk.delivered_mstamp = self.now;
+                self.h.in_ack_event(kleinrock_cc::ops::CA_ACK_WIN_UPDATE);
                 self.check("in_ack_event")?;
-                if self.cc.has_cong_control() {
+                if self.h.cc.has_cong_control() {
                     let rs = RateSample {
                         prior_delivered,
                         prior_mstamp: self.now.saturating_sub(dt).max(1),
@@ -188,24 +189,24 @@ impl Core {
                         interval_us: dt.max(1) as i64,
                         rtt_us: rtt_us as i64,
                         acked_sacked: acked,
-                        prior_in_flight: self.sk.snd_cwnd,
+                        prior_in_flight: self.h.sk.snd_cwnd,
                         losses: i32::from(!limited),
                         ..Default::default()
                     };
-                    self.cc.cong_control(&mut self.sk, self.seq, 0, &rs);
+                    self.h.cc.cong_control(&mut self.h.sk, self.seq, 0, &rs);
                     self.check("cong_control")?;
-                } else if !matches!(self.sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
-                    let before = self.sk.snd_cwnd;
+                } else if !matches!(self.h.sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
+                    let before = self.h.sk.snd_cwnd;
                     let was_in_own_cwr = self.in_own_cwr();
-                    self.cc.cong_avoid(&mut self.sk, self.seq, acked);
+                    self.h.cong_avoid(self.seq, acked);
                     self.check("cong_avoid")?;
-                    let (cwnd, ssthresh) = (self.sk.snd_cwnd, self.sk.snd_ssthresh);
+                    let (cwnd, ssthresh) = (self.h.sk.snd_cwnd, self.h.sk.snd_ssthresh);
                     // Loss-based growth never shrinks the window; delay-based
                     // Vegas does, by design. CDG's own CWR cuts it to
                     // ssthresh at a backoff, and sets it to ssthresh when it
                     // ends (growth may follow on the same ACK).
                     let own_cwr =
-                        matches!(&self.cc, Algorithm::Cdg(c) if c.params().cwr == CdgCwr::Own);
+                        matches!(&self.h.cc, Algorithm::Cdg(c) if c.params().cwr == CdgCwr::Own);
                     if own_cwr && cwnd < before {
                         let began = self.in_own_cwr() && cwnd == ssthresh;
                         let ended = was_in_own_cwr && !self.in_own_cwr() && cwnd >= ssthresh;
@@ -213,44 +214,45 @@ impl Core {
                             began || ended,
                             "own CWR: cwnd {before} -> {cwnd}, ssthresh {ssthresh}"
                         );
-                    } else if self.cc.name() != "vegas" {
+                    } else if self.h.cc.name() != "vegas" {
                         prop_assert!(cwnd >= before, "cong_avoid shrank cwnd");
                     }
                 }
             }
             Event::Loss => {
-                if self.sk.icsk_ca_state != CaState::Recovery {
+                if self.h.sk.icsk_ca_state != CaState::Recovery {
                     self.reduce()?;
                     self.set_state(CaState::Recovery);
                 }
             }
             Event::Recovered => {
-                if self.sk.icsk_ca_state == CaState::Recovery {
-                    self.sk.snd_cwnd = self.sk.snd_ssthresh.min(self.sk.snd_cwnd_clamp).max(1);
+                if self.h.sk.icsk_ca_state == CaState::Recovery {
+                    self.h.sk.snd_cwnd =
+                        self.h.sk.snd_ssthresh.min(self.h.sk.snd_cwnd_clamp).max(1);
                 }
                 self.set_state(CaState::Open);
             }
             Event::Rto { dt } => {
                 self.now += dt;
-                self.sk.set_clock(self.now);
+                self.h.at(self.now);
                 self.reduce()?;
-                self.cc.cwnd_event(&mut self.sk, CaEvent::Loss);
-                self.sk.snd_cwnd = 1;
-                self.sk.snd_cwnd_cnt = 0;
+                self.h.event(CaEvent::Loss);
+                self.h.sk.snd_cwnd = 1;
+                self.h.sk.snd_cwnd_cnt = 0;
                 self.set_state(CaState::Loss);
             }
             Event::Undo => {
-                let cwnd = self.sk.snd_cwnd;
-                let undo = self.cc.undo_cwnd(&mut self.sk);
+                let cwnd = self.h.sk.snd_cwnd;
+                let undo = self.h.undo();
                 prop_assert!(undo >= cwnd, "undo_cwnd {undo} < cwnd {cwnd}");
-                self.sk.snd_cwnd = undo.min(self.sk.snd_cwnd_clamp);
+                self.h.sk.snd_cwnd = undo.min(self.h.sk.snd_cwnd_clamp);
                 self.set_state(CaState::Open);
             }
             Event::Idle { dt } => {
-                self.sk.lsndtime = self.sk.jiffies;
+                self.h.sk.lsndtime = self.h.sk.jiffies;
                 self.now += dt;
-                self.sk.set_clock(self.now);
-                self.cc.cwnd_event(&mut self.sk, CaEvent::TxStart);
+                self.h.at(self.now);
+                self.h.event(CaEvent::TxStart);
             }
             Event::Ecn { ce } => {
                 let ev = if ce {
@@ -258,16 +260,15 @@ impl Core {
                 } else {
                     CaEvent::EcnNoCe
                 };
-                self.cc.cwnd_event(&mut self.sk, ev);
+                self.h.event(ev);
                 if ce {
-                    self.sk.delivered_ce = self.sk.delivered_ce.wrapping_add(1);
+                    self.h.sk.delivered_ce = self.h.sk.delivered_ce.wrapping_add(1);
                 }
-                self.cc
-                    .in_ack_event(&mut self.sk, kleinrock_cc::ops::CA_ACK_ECE);
+                self.h.in_ack_event(kleinrock_cc::ops::CA_ACK_ECE);
             }
             Event::Pacing { rate, paced } => {
-                self.sk.pacing_rate = rate;
-                self.sk.pacing_status = if paced {
+                self.h.sk.pacing_rate = rate;
+                self.h.sk.pacing_status = if paced {
                     kleinrock_cc::PacingStatus::Needed
                 } else {
                     kleinrock_cc::PacingStatus::None

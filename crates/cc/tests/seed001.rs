@@ -2,7 +2,8 @@
 //! a coarse clock starves CUBIC's RFC 8312 Eq. 4 friendly window, while a
 //! NewReno-emulated one does not care what the clock is.
 
-use kleinrock_cc::{Algorithm, CongestionControl, Sock};
+use kleinrock_cc::harness::{Harness, Setup};
+use kleinrock_cc::{Algorithm, Sock};
 
 /// Puts a CUBIC flow just after a loss at cwnd 28 (cut to 20, so W_max =
 /// 28) on a 500 us path, then ACKs one segment every 25 us for 20 ms (40
@@ -10,32 +11,22 @@ use kleinrock_cc::{Algorithm, CongestionControl, Sock};
 /// between runs. Returns the friendly window W_est (`tcp_cwnd`) after the
 /// first and the last ACK.
 fn friendly_window(spec: &str, hz: u32) -> (u32, u32) {
-    let mut cc: Algorithm = format!("{spec}:hystart=off").parse().unwrap();
-    let mut sk = Sock::new(hz);
-    sk.set_clock(1_000_000);
-    cc.init(&mut sk);
-    sk.snd_cwnd = 28;
-    sk.snd_ssthresh = cc.ssthresh(&mut sk);
-    sk.srtt_us = 500 << 3;
-    sk.is_cwnd_limited = true;
+    let cc: Algorithm = format!("{spec}:hystart=off").parse().unwrap();
+    let mut h = Harness::new(cc, Sock::new(hz).at(1_000_000));
+    h.init();
+    h.sk.snd_cwnd = 28;
+    h.sk.snd_ssthresh = h.ssthresh();
+    h.sk.srtt_us = 500 << 3;
+    h.sk.is_cwnd_limited = true;
+    let tcp_cwnd = |h: &Harness<Algorithm>| h.member("tcp_cwnd").unwrap() as u32;
     let mut first = None;
     for i in 0..800u64 {
-        sk.set_clock(1_000_000 + 25 * i);
-        sk.snd_cwnd = 20;
-        cc.cong_avoid(&mut sk, 0, 1);
-        first.get_or_insert(tcp_cwnd(&cc));
+        h.at(1_000_000 + 25 * i);
+        h.sk.snd_cwnd = 20;
+        h.cong_avoid(0, 1);
+        first.get_or_insert(tcp_cwnd(&h));
     }
-    (first.unwrap(), tcp_cwnd(&cc))
-}
-
-fn tcp_cwnd(cc: &Algorithm) -> u32 {
-    let mut v = 0;
-    cc.visit_ca(&mut |name, value| {
-        if name == "tcp_cwnd" {
-            v = value as u32;
-        }
-    });
-    v
+    (first.unwrap(), tcp_cwnd(&h))
 }
 
 #[test]

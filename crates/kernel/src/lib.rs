@@ -2,7 +2,7 @@
 //! algorithms in `kleinrock-cc`, loaded as named congestion controls and
 //! kept registered by links pinned under bpffs.
 //!
-//! - [`plan`]: which spec becomes which program, parameters and name.
+//! - [`plan`](mod@plan): which spec becomes which program, parameters and name.
 //! - [`pins`]: the bpffs layout, `list` and `unload`; needs no libbpf.
 //! - [`load()`]: opens, parameterises, loads and pins a port (feature `bpf`,
 //!   and clang at build time).

@@ -1,96 +1,64 @@
 //! Opening, parameterising, loading and pinning a BPF port.
 //!
+//! One loader for every port: a port is the object build.rs compiled from
+//! `src/bpf/<algorithm>.bpf.c`, its parameters are the `const volatile
+//! __u32`s named as the spec's keys, which the reference algorithm's
+//! declaration lists with their values ([`kleinrock_cc::params::Params::
+//! port_values`]), and their places come from the object's BTF. Nothing
+//! here names an algorithm.
+//!
 //! Each load opens a fresh copy of the port's BPF object, so every instance
 //! has its own read-only parameters and its own struct_ops map: `kr_cubic`
 //! and `kr_cubic_nohs` are two objects that share only source code. The
-//! struct_ops map's `.name` is overwritten in the open skeleton, before
-//! load, because the kernel registers the algorithm under that name when
-//! the map is attached.
+//! struct_ops map's `.name` is overwritten in the open object, before load,
+//! because the kernel registers the algorithm under that name when the map
+//! is attached.
 
 use crate::ca::{self, Layout};
 use crate::pins::{self, Paths};
-use crate::plan::{Native, Plan, Port};
+use crate::plan::{Plan, Port};
 use crate::{Error, Loaded};
-use kleinrock_cc::cdg::CdgParams;
-use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
-use kleinrock_cc::dctcp::DctcpParams;
-use kleinrock_cc::htcp::HtcpParams;
-use kleinrock_cc::reno::RenoParams;
-use kleinrock_cc::vegas::VegasParams;
-use libbpf_rs::btf::Btf;
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{AsRawLibbpf, Link, MapMut, PrintLevel};
+use libbpf_rs::btf::types::{Composite, DataSec, MemberAttr, Struct, Var};
+use libbpf_rs::btf::{Btf, BtfKind, ReferencesType};
+use libbpf_rs::{
+    AsRawLibbpf, Link, MapCore, MapType, Object, ObjectBuilder, OpenObject, PrintLevel,
+};
 use std::fs;
-use std::mem::MaybeUninit;
 use std::sync::Mutex;
 
-#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
-mod reno_skel {
-    include!(concat!(env!("OUT_DIR"), "/reno.skel.rs"));
+// `OBJECTS`: every program of src/bpf, compiled by build.rs.
+include!(concat!(env!("OUT_DIR"), "/objects.rs"));
+
+/// The compiled object of `program` (`cubic`, `native_cubic`).
+fn object(program: &str) -> Result<&'static [u8], Error> {
+    OBJECTS
+        .iter()
+        .find(|(name, _)| *name == program)
+        .map(|(_, obj)| *obj)
+        .ok_or_else(|| {
+            Error(format!(
+                "{program} has no BPF port in this build (crates/kernel/src/bpf/{program}.bpf.c)"
+            ))
+        })
 }
 
-#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
-mod cubic_skel {
-    include!(concat!(env!("OUT_DIR"), "/cubic.skel.rs"));
+/// Opens a fresh copy of `program`'s object, named as libbpf-cargo's
+/// skeletons name theirs (`cubic_bpf`, so its maps are `cubic_bp.rodata`...);
+/// `refuse` words a libbpf failure.
+fn open(program: &str, refuse: impl Fn(libbpf_rs::Error) -> Error) -> Result<OpenObject, Error> {
+    let obj = object(program)?;
+    let mut builder = ObjectBuilder::default();
+    builder.name(format!("{program}_bpf")).map_err(&refuse)?;
+    builder.open_memory(obj).map_err(refuse)
 }
 
-#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
-mod native_reno_skel {
-    include!(concat!(env!("OUT_DIR"), "/native_reno.skel.rs"));
-}
-
-#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
-mod native_cubic_skel {
-    include!(concat!(env!("OUT_DIR"), "/native_cubic.skel.rs"));
-}
-
-#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
-mod native_bbr_skel {
-    include!(concat!(env!("OUT_DIR"), "/native_bbr.skel.rs"));
-}
-
-#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
-mod bbr_skel {
-    include!(concat!(env!("OUT_DIR"), "/bbr.skel.rs"));
-}
-
-#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
-mod dctcp_skel {
-    include!(concat!(env!("OUT_DIR"), "/dctcp.skel.rs"));
-}
-
-#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
-mod htcp_skel {
-    include!(concat!(env!("OUT_DIR"), "/htcp.skel.rs"));
-}
-
-#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
-mod vegas_skel {
-    include!(concat!(env!("OUT_DIR"), "/vegas.skel.rs"));
-}
-
-#[allow(clippy::all, unsafe_op_in_unsafe_fn)]
-mod cdg_skel {
-    include!(concat!(env!("OUT_DIR"), "/cdg.skel.rs"));
-}
-
-/// cubic.bpf.c's `friendly` values.
-fn friendly_value(f: Friendly) -> u32 {
-    match f {
-        Friendly::Linux => 0,
-        Friendly::Eq4 => 1,
-        Friendly::NewReno => 2,
-        Friendly::Off => 3,
-    }
-}
-
-/// cubic.bpf.c's `slow_start_exit` values.
-fn slow_start_exit_value(s: SlowStartExit) -> u32 {
-    match s {
-        SlowStartExit::Off => 0,
-        SlowStartExit::Linux => 1,
-        SlowStartExit::HystartPP => 2,
-    }
+/// The object's BTF, while `open` lives.
+fn btf_of(open: &OpenObject) -> Result<Btf<'_>, Error> {
+    // SAFETY: the pointer is the open object's, alive while `open` is.
+    let raw = unsafe { open.as_libbpf_object().as_ref() };
+    Btf::from_bpf_object(raw)
+        .map_err(|e| Error(format!("cannot read the BPF object's BTF: {e}")))?
+        .ok_or_else(|| Error("the BPF object carries no BTF".into()))
 }
 
 /// libbpf's warnings (the verifier's log among them), kept for the error
@@ -143,21 +111,12 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
     let link = paths.link(&plan.name);
     LIBBPF_LOG.lock().map(|mut l| l.clear()).ok();
     let previous = libbpf_rs::set_print(Some((PrintLevel::Warn, keep_libbpf_message)));
-    let result = match &plan.port {
-        Port::Reno(p) => load_reno(&plan.name, p),
-        Port::Cubic(p) => load_cubic(&plan.name, p),
-        Port::Native(n) => load_native(&plan.name, *n),
-        Port::Bbr => load_bbr(&plan.name),
-        Port::Dctcp(p) => load_dctcp(&plan.name, p),
-        Port::Htcp(p) => load_htcp(&plan.name, p),
-        Port::Vegas(p) => load_vegas(&plan.name, p),
-        Port::Cdg(p) => load_cdg(&plan.name, p),
-    }
-    .and_then(|mut l| {
-        l.pin(&link)
-            .map_err(|e| Error(format!("cannot pin the link at {}: {e}", link.display())))
-    })
-    .and_then(|()| paths.write_metadata(&plan.name, &plan.spec, pins::now_unix()));
+    let result = load_port(&plan.name, &plan.port)
+        .and_then(|mut l| {
+            l.pin(&link)
+                .map_err(|e| Error(format!("cannot pin the link at {}: {e}", link.display())))
+        })
+        .and_then(|()| paths.write_metadata(&plan.name, &plan.spec, pins::now_unix()));
     libbpf_rs::set_print(previous);
     if let Err(e) = result {
         // Leave nothing half-made behind; the unpinned link died with us.
@@ -169,15 +128,6 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
         name: plan.name.clone(),
         link,
     })
-}
-
-/// The kernel's `char name[TCP_CA_NAME_MAX]`, NUL-padded.
-fn ca_name(name: &str) -> [std::ffi::c_char; 16] {
-    let mut out = [0; 16];
-    for (o, b) in out.iter_mut().zip(name.bytes().take(15)) {
-        *o = b as std::ffi::c_char;
-    }
-    out
 }
 
 /// One sentence for a libbpf failure at `stage` ("open", "load" (CO-RE
@@ -206,115 +156,153 @@ fn refused(name: &str, stage: &str, e: libbpf_rs::Error) -> Error {
     Error(format!("could not {stage} {name}: {e}{hint}{where_log}"))
 }
 
+/// Opens the port's object, names the algorithm, sets its parameters, loads
+/// it (CO-RE and the verifier), pins its trace maps and registers it.
+fn load_port(name: &str, port: &Port) -> Result<Link, Error> {
+    let program = port.program();
+    let mut open = open(&program, |e| refused(name, "open", e))?;
+    let places = Places::find(&open, name, &port.port_values())?;
+    places.write(&mut open, name)?;
+    let mut obj = open.load().map_err(|e| refused(name, "load", e))?;
+    register(name, &mut obj)
+}
+
+/// Where, in the open object's initial data, the loader writes: the
+/// struct_ops map's `.name`, and each parameter's `const volatile` in
+/// `.rodata`, found by name in the object's BTF.
+struct Places {
+    /// Byte offset of `name` in `struct tcp_congestion_ops`.
+    name_at: usize,
+    /// (offset in `.rodata`, value) of each parameter.
+    params: Vec<(usize, u32)>,
+}
+
+/// The kernel's `TCP_CA_NAME_MAX`: `char name[16]`, NUL-padded.
+const CA_NAME_BYTES: usize = 16;
+
+impl Places {
+    fn find(
+        open: &OpenObject,
+        name: &str,
+        params: &[(&'static str, u32)],
+    ) -> Result<Places, Error> {
+        let btf = btf_of(open)?;
+        let ops: Struct<'_> = btf.type_by_name("tcp_congestion_ops").ok_or_else(|| {
+            Error(format!(
+                "cannot name {name}: its object's BTF has no tcp_congestion_ops"
+            ))
+        })?;
+        let name_at = Composite::from(ops)
+            .iter()
+            .find(|m| m.name.is_some_and(|n| n == "name"))
+            .and_then(|m| match m.attr {
+                MemberAttr::Normal { offset } => Some(offset as usize / 8),
+                MemberAttr::BitField { .. } => None,
+            })
+            .ok_or_else(|| {
+                Error(format!(
+                    "cannot name {name}: tcp_congestion_ops has no name member"
+                ))
+            })?;
+        let vars = parameters(&btf);
+        let params = params
+            .iter()
+            .map(|&(key, value)| {
+                let var = vars.iter().find(|(n, _, size)| n == key && *size == 4);
+                var.map(|&(_, at, _)| (at, value))
+                    .ok_or_else(|| no_param(name, key))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Places { name_at, params })
+    }
+
+    fn write(&self, open: &mut OpenObject, name: &str) -> Result<(), Error> {
+        for mut map in open.maps_mut() {
+            if map.map_type() == MapType::StructOps {
+                let ops = map.initial_value_mut().ok_or_else(|| no_ops(name))?;
+                let field = ops
+                    .get_mut(self.name_at..self.name_at + CA_NAME_BYTES)
+                    .ok_or_else(|| no_ops(name))?;
+                field.fill(0);
+                let n = name.len().min(CA_NAME_BYTES - 1);
+                field[..n].copy_from_slice(&name.as_bytes()[..n]);
+            } else if map.name().to_string_lossy().ends_with(".rodata") {
+                let data = map.initial_value_mut().ok_or_else(|| no_rodata(name))?;
+                for &(at, value) in &self.params {
+                    data.get_mut(at..at + 4)
+                        .ok_or_else(|| no_rodata(name))?
+                        .copy_from_slice(&value.to_ne_bytes());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A port's parameters: the `const volatile` integers of its `.rodata`, as
+/// (name, offset, size). Its other read-only data (BBR's gain table, the
+/// tracer's `kr_ca_type`) is not `volatile` or not an integer.
+fn parameters(btf: &Btf<'_>) -> Vec<(String, usize, usize)> {
+    let Some(rodata) = btf.type_by_name::<DataSec<'_>>(".rodata") else {
+        return Vec::new();
+    };
+    rodata
+        .iter()
+        .filter_map(|v| {
+            let var: Var<'_> = btf.type_by_id(v.ty)?;
+            let mut ty = var.referenced_type();
+            let mut volatile = false;
+            while ty.is_mod() || ty.kind() == BtfKind::Typedef {
+                volatile |= ty.kind() == BtfKind::Volatile;
+                ty = ty.next_type()?;
+            }
+            if !volatile || ty.kind() != BtfKind::Int {
+                return None;
+            }
+            let name = var.name()?.to_string_lossy().into_owned();
+            Some((name, v.offset as usize, v.size))
+        })
+        .collect()
+}
+
+fn no_param(name: &str, key: &str) -> Error {
+    Error(format!(
+        "cannot set {name}'s parameter {key}: its BPF port has no `const volatile __u32 {key}`"
+    ))
+}
+
 fn no_rodata(name: &str) -> Error {
     Error(format!(
         "cannot set {name}'s parameters: libbpf did not map the program's read-only data"
     ))
 }
 
-fn load_reno(name: &str, p: &RenoParams) -> Result<Link, Error> {
-    let mut obj = MaybeUninit::uninit();
-    let mut open = reno_skel::RenoSkelBuilder::default()
-        .open(&mut obj)
-        .map_err(|e| refused(name, "open", e))?;
-    open.struct_ops.kr_reno_mut().name = ca_name(name);
-    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
-        return Err(no_rodata(name));
-    };
-    ro.hystart_pp = p.hystart_pp as u32;
-    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
-    let m = &mut skel.maps;
-    register(
-        name,
-        &mut m.kr_reno,
-        &mut m.kr_trace_on,
-        &mut m.kr_trace_stats,
-        &mut m.kr_trace_ring,
-    )
-}
-
-fn load_cubic(name: &str, p: &CubicParams) -> Result<Link, Error> {
-    let mut obj = MaybeUninit::uninit();
-    let mut open = cubic_skel::CubicSkelBuilder::default()
-        .open(&mut obj)
-        .map_err(|e| refused(name, "open", e))?;
-    open.struct_ops.kr_cubic_mut().name = ca_name(name);
-    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
-        return Err(no_rodata(name));
-    };
-    ro.fast_convergence = p.fast_convergence as u32;
-    ro.beta = p.beta;
-    ro.initial_ssthresh = p.initial_ssthresh;
-    ro.bic_scale = p.bic_scale;
-    ro.friendly = friendly_value(p.friendly);
-    ro.slow_start_exit = slow_start_exit_value(p.hystart);
-    ro.hystart_detect = p.hystart_cfg.detect as u32;
-    ro.hystart_low_window = p.hystart_cfg.low_window;
-    ro.hystart_ack_delta_us = p.hystart_cfg.ack_delta_us;
-    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
-    let m = &mut skel.maps;
-    register(
-        name,
-        &mut m.kr_cubic,
-        &mut m.kr_trace_on,
-        &mut m.kr_trace_stats,
-        &mut m.kr_trace_ring,
-    )
-}
-
-/// Loads a wrapper of the kernel's own algorithm. It has no parameters:
-/// the kernel's module parameters apply, as they do to the original.
-fn load_native(name: &str, native: Native) -> Result<Link, Error> {
-    let mut obj = MaybeUninit::uninit();
-    macro_rules! load {
-        ($skel:ident :: $builder:ident, $ops:ident, $ops_mut:ident) => {{
-            let mut open = $skel::$builder::default()
-                .open(&mut obj)
-                .map_err(|e| refused(name, "open", e))?;
-            open.struct_ops.$ops_mut().name = ca_name(name);
-            let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
-            let m = &mut skel.maps;
-            register(
-                name,
-                &mut m.$ops,
-                &mut m.kr_trace_on,
-                &mut m.kr_trace_stats,
-                &mut m.kr_trace_ring,
-            )
-        }};
-    }
-    match native {
-        Native::Reno => load!(
-            native_reno_skel::NativeRenoSkelBuilder,
-            kn_reno,
-            kn_reno_mut
-        ),
-        Native::Cubic => load!(
-            native_cubic_skel::NativeCubicSkelBuilder,
-            kn_cubic,
-            kn_cubic_mut
-        ),
-        Native::Bbr => load!(native_bbr_skel::NativeBbrSkelBuilder, kn_bbr, kn_bbr_mut),
-    }
+fn no_ops(name: &str) -> Error {
+    Error(format!(
+        "cannot name {name}: libbpf did not map the program's struct_ops data"
+    ))
 }
 
 /// Pins the trace switch, counters and ring in the algorithm's directory, so
 /// that `kleinrock kernel trace` finds them, then registers the algorithm.
-fn register(
-    name: &str,
-    ops: &mut MapMut,
-    on: &mut MapMut,
-    stats: &mut MapMut,
-    ring: &mut MapMut,
-) -> Result<Link, Error> {
+fn register(name: &str, obj: &mut Object) -> Result<Link, Error> {
     let paths = Paths::system();
-    let pin = |map: &mut MapMut, path: std::path::PathBuf| {
+    for mut map in obj.maps_mut() {
+        let path = match map.name().to_string_lossy().as_ref() {
+            "kr_trace_on" => paths.trace_on(name),
+            "kr_trace_stats" => paths.trace_stats(name),
+            "kr_trace_ring" => paths.trace_ring(name),
+            _ => continue,
+        };
         map.pin(&path)
-            .map_err(|e| Error(format!("cannot pin {}: {e}", path.display())))
+            .map_err(|e| Error(format!("cannot pin {}: {e}", path.display())))?;
+    }
+    let mut ops = obj
+        .maps_mut()
+        .filter(|m| m.map_type() == MapType::StructOps);
+    let Some(mut ops) = ops.next() else {
+        return Err(Error(format!("{name}'s BPF object has no struct_ops map")));
     };
-    pin(on, paths.trace_on(name))?;
-    pin(stats, paths.trace_stats(name))?;
-    pin(ring, paths.trace_ring(name))?;
     ops.attach_struct_ops()
         .map_err(|e| refused(name, "register", e))
 }
@@ -323,29 +311,8 @@ fn register(
 /// from BTF: the port's own object (opened, not loaded), or the running
 /// kernel's for a wrapper of the kernel's algorithm.
 pub fn ca_layout(port: &Port) -> Result<Layout, Error> {
-    let mut obj = MaybeUninit::uninit();
-    macro_rules! from_object {
-        ($skel:ident :: $builder:ident) => {{
-            let open = $skel::$builder::default()
-                .open(&mut obj)
-                .map_err(|e| Error(format!("cannot open the BPF object: {e}")))?;
-            // SAFETY: the pointer is the open object's, alive while `open` is.
-            let raw = unsafe { open.open_object().as_libbpf_object().as_ref() };
-            let btf = Btf::from_bpf_object(raw)
-                .map_err(|e| Error(format!("cannot read the BPF object's BTF: {e}")))?
-                .ok_or_else(|| Error("the BPF object carries no BTF".into()))?;
-            ca::layout_of_var(&btf, "kr_ca_type")
-        }};
-    }
-    match port {
-        Port::Reno(_) => from_object!(reno_skel::RenoSkelBuilder),
-        Port::Cubic(_) => from_object!(cubic_skel::CubicSkelBuilder),
-        Port::Bbr => from_object!(bbr_skel::BbrSkelBuilder),
-        Port::Dctcp(_) => from_object!(dctcp_skel::DctcpSkelBuilder),
-        Port::Htcp(_) => from_object!(htcp_skel::HtcpSkelBuilder),
-        Port::Vegas(_) => from_object!(vegas_skel::VegasSkelBuilder),
-        Port::Cdg(_) => from_object!(cdg_skel::CdgSkelBuilder),
-        Port::Native(n) => match n.ca_struct() {
+    if let Port::Native(n) = port {
+        return match n.ca_struct() {
             None => Ok(Layout::default()),
             Some(s) => {
                 let btf = Btf::from_vmlinux().map_err(|e| {
@@ -355,127 +322,45 @@ pub fn ca_layout(port: &Port) -> Result<Layout, Error> {
                 })?;
                 ca::layout_of_struct(&btf, s)
             }
-        },
+        };
     }
-}
-
-/// BBR has no parameters, hence no read-only data to set.
-fn load_bbr(name: &str) -> Result<Link, Error> {
-    let mut obj = MaybeUninit::uninit();
-    let mut open = bbr_skel::BbrSkelBuilder::default()
-        .open(&mut obj)
-        .map_err(|e| refused(name, "open", e))?;
-    open.struct_ops.kr_bbr_mut().name = ca_name(name);
-    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
-    let m = &mut skel.maps;
-    register(
-        name,
-        &mut m.kr_bbr,
-        &mut m.kr_trace_on,
-        &mut m.kr_trace_stats,
-        &mut m.kr_trace_ring,
-    )
-}
-
-fn load_dctcp(name: &str, p: &DctcpParams) -> Result<Link, Error> {
-    let mut obj = MaybeUninit::uninit();
-    let mut open = dctcp_skel::DctcpSkelBuilder::default()
-        .open(&mut obj)
-        .map_err(|e| refused(name, "open", e))?;
-    open.struct_ops.kr_dctcp_mut().name = ca_name(name);
-    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
-        return Err(no_rodata(name));
-    };
-    ro.shift_g = p.shift_g;
-    ro.alpha_on_init = p.alpha_on_init;
-    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
-    let m = &mut skel.maps;
-    register(
-        name,
-        &mut m.kr_dctcp,
-        &mut m.kr_trace_on,
-        &mut m.kr_trace_stats,
-        &mut m.kr_trace_ring,
-    )
-}
-
-fn load_htcp(name: &str, p: &HtcpParams) -> Result<Link, Error> {
-    let mut obj = MaybeUninit::uninit();
-    let mut open = htcp_skel::HtcpSkelBuilder::default()
-        .open(&mut obj)
-        .map_err(|e| refused(name, "open", e))?;
-    open.struct_ops.kr_htcp_mut().name = ca_name(name);
-    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
-        return Err(no_rodata(name));
-    };
-    ro.use_rtt_scaling = p.use_rtt_scaling as u32;
-    ro.use_bandwidth_switch = p.use_bandwidth_switch as u32;
-    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
-    let m = &mut skel.maps;
-    register(
-        name,
-        &mut m.kr_htcp,
-        &mut m.kr_trace_on,
-        &mut m.kr_trace_stats,
-        &mut m.kr_trace_ring,
-    )
-}
-
-fn load_vegas(name: &str, p: &VegasParams) -> Result<Link, Error> {
-    let mut obj = MaybeUninit::uninit();
-    let mut open = vegas_skel::VegasSkelBuilder::default()
-        .open(&mut obj)
-        .map_err(|e| refused(name, "open", e))?;
-    open.struct_ops.kr_vegas_mut().name = ca_name(name);
-    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
-        return Err(no_rodata(name));
-    };
-    ro.alpha = p.alpha;
-    ro.beta = p.beta;
-    ro.gamma = p.gamma;
-    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
-    let m = &mut skel.maps;
-    register(
-        name,
-        &mut m.kr_vegas,
-        &mut m.kr_trace_on,
-        &mut m.kr_trace_stats,
-        &mut m.kr_trace_ring,
-    )
-}
-
-fn load_cdg(name: &str, p: &CdgParams) -> Result<Link, Error> {
-    let mut obj = MaybeUninit::uninit();
-    let mut open = cdg_skel::CdgSkelBuilder::default()
-        .open(&mut obj)
-        .map_err(|e| refused(name, "open", e))?;
-    open.struct_ops.kr_cdg_mut().name = ca_name(name);
-    let Some(ro) = open.maps.rodata_data.as_deref_mut() else {
-        return Err(no_rodata(name));
-    };
-    // A power of two in 1..=256 (the spec checks it): fits the int.
-    ro.window = p.window as i32;
-    ro.backoff_beta = p.backoff_beta;
-    ro.backoff_factor = p.backoff_factor;
-    ro.hystart_detect = p.hystart_detect;
-    ro.use_ineff = p.use_ineff;
-    ro.use_shadow = p.use_shadow as u32;
-    ro.use_tolerance = p.use_tolerance as u32;
-    // p.cwr has no counterpart: the program always runs its own CWR.
-    let mut skel = open.load().map_err(|e| refused(name, "load", e))?;
-    let m = &mut skel.maps;
-    register(
-        name,
-        &mut m.kr_cdg,
-        &mut m.kr_trace_on,
-        &mut m.kr_trace_stats,
-        &mut m.kr_trace_ring,
-    )
+    let open = open(&port.program(), |e| {
+        Error(format!("cannot open the BPF object: {e}"))
+    })?;
+    let btf = btf_of(&open)?;
+    ca::layout_of_var(&btf, "kr_ca_type")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::plan;
+
+    #[test]
+    fn every_algorithm_has_a_port_that_takes_exactly_its_declared_parameters() {
+        for info in kleinrock_cc::ALGORITHMS {
+            let p = plan(info.name, None).unwrap();
+            let open = open(&p.port.program(), |e| Error(e.to_string()))
+                .unwrap_or_else(|e| panic!("{}: {e}", info.name));
+            let values = p.port.port_values();
+            // A place for every parameter the loader sets...
+            Places::find(&open, "krt", &values).unwrap_or_else(|e| panic!("{e}"));
+            // ...and no parameter in the port that the declaration lacks.
+            let mut have: Vec<String> = parameters(&btf_of(&open).unwrap())
+                .into_iter()
+                .map(|(n, _, _)| n)
+                .collect();
+            let mut want: Vec<String> = values.iter().map(|(k, _)| k.to_string()).collect();
+            have.sort();
+            want.sort();
+            assert_eq!(have, want, "{}", info.name);
+        }
+        for native in crate::plan::Native::ALL {
+            let port = Port::Native(native);
+            let open = open(&port.program(), |e| Error(e.to_string())).unwrap();
+            assert!(parameters(&btf_of(&open).unwrap()).is_empty());
+        }
+    }
 
     #[test]
     fn a_kernel_without_btf_or_struct_ops_is_refused_in_one_sentence() {

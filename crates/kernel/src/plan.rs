@@ -2,63 +2,31 @@
 //! which parameters, under which name.
 //!
 //! Specs are `kleinrock-cc`'s (`cubic:hystart=off:beta=768`), parsed by
-//! [`kleinrock_cc::spec::Algorithm`], so the kernel accepts exactly what the
-//! simulator and the replayer accept, and refuses in a sentence what has no
-//! BPF port yet.
+//! [`kleinrock_cc::Algorithm`], so the kernel accepts exactly what the
+//! simulator and the replayer accept; the port is the program named after
+//! the algorithm (`src/bpf/<algorithm>.bpf.c`), and loading one this build
+//! lacks is refused in a sentence.
 //!
 //! Names: the kernel keys congestion controls by a name of at most 15 bytes
 //! (`TCP_CA_NAME_MAX` is 16 with the NUL). A default spec loads as
-//! `kr_<algorithm>` (`kr_reno`, `kr_cubic`, `kr_bbr`); each parameter that differs
-//! from the default appends `_<token>` in the order `kleinrock algorithms`
-//! lists the parameters:
-//!
-//! | parameter | token |
-//! | --- | --- |
-//! | `hystart=off` | `nohs` |
-//! | `hystart=hspp` (HyStart++) | `hspp` |
-//! | `friendly=off` (`tcp_friendliness=0`) | `nofr` |
-//! | `friendly=eq4` | `eq4` |
-//! | `friendly=newreno` | `nr` |
-//! | `beta=N` | `bN` |
-//! | `fast_convergence=0` | `nofc` |
-//! | `bic_scale=N` | `cN` |
-//! | `initial_ssthresh=N` | `isN` |
-//! | `hystart_detect=N` | `hdN` |
-//! | `hystart_low_window=N` | `lwN` |
-//! | `hystart_ack_delta_us=N` | `adN` |
-//! | dctcp `shift_g=N` | `gN` |
-//! | dctcp `alpha_on_init=N` | `aN` |
-//! | htcp `use_rtt_scaling=0` | `nrs` |
-//! | htcp `use_bandwidth_switch=0` | `nbs` |
-//! | vegas `alpha=N` | `aN` |
-//! | vegas `beta=N` | `bN` |
-//! | vegas `gamma=N` | `gN` |
-//! | cdg `window=N` | `wN` |
-//! | cdg `backoff_beta=N` | `bN` |
-//! | cdg `backoff_factor=N` | `fN` |
-//! | cdg `hystart_detect=N` | `hdN` |
-//! | cdg `use_ineff=N` | `iN` |
-//! | cdg `use_shadow=0` | `nosh` |
-//! | cdg `use_tolerance=1` | `tol` |
-//!
-//! so `cubic:hystart=off` is `kr_cubic_nohs`, `cubic:beta=768` is
+//! `kr_<algorithm>` (`kr_reno`, `kr_cubic`, `kr_bbr`); each parameter that
+//! differs from the default appends `_<token>`, the token its declaration
+//! in `crates/cc` gives ([`kleinrock_cc::params::Token`], listed in
+//! docs/KERNEL.md), in the order `kleinrock algorithms` lists the
+//! parameters: `cubic:hystart=off` is `kr_cubic_nohs`, `cubic:beta=768` is
 //! `kr_cubic_b768`, `reno:hystart=hspp` is `kr_reno_hspp` and
 //! `dctcp:shift_g=2` is `kr_dctcp_g2`. A derived name longer than 15 bytes
 //! is refused with a hint to choose one with `--name`.
 //!
-//! CDG's `cwr` parameter adds no token: the port can run only a CWR of its
-//! own (no kfunc for `tcp_enter_cwr()`, see docs/KERNEL.md), so `cdg`,
-//! `cdg:cwr=kernel` and `cdg:cwr=own` all load the same program as
-//! `kr_cdg`, planned, listed and replayed as `cdg:cwr=own`, what it runs.
+//! A port runs the reference algorithm as [`Algorithm::ported`] configures
+//! it: a parameter the port cannot vary takes the value it always runs and
+//! adds no token. So `cdg`, `cdg:cwr=kernel` and `cdg:cwr=own` all load the
+//! same program as `kr_cdg`, planned, listed and replayed as `cdg:cwr=own`
+//! (the port can run only a CWR of its own: no kfunc for `tcp_enter_cwr()`,
+//! see docs/KERNEL.md).
 
 use crate::Error;
-use kleinrock_cc::cdg::{Cdg, CdgCwr, CdgParams};
-use kleinrock_cc::cubic::{CubicParams, Friendly, SlowStartExit};
-use kleinrock_cc::dctcp::DctcpParams;
-use kleinrock_cc::htcp::HtcpParams;
-use kleinrock_cc::reno::RenoParams;
-use kleinrock_cc::spec::Algorithm;
-use kleinrock_cc::vegas::VegasParams;
+use kleinrock_cc::{Algorithm, CongestionControl};
 
 /// The kernel's `TCP_CA_NAME_MAX` less the terminating NUL.
 pub const NAME_MAX: usize = 15;
@@ -66,26 +34,15 @@ pub const NAME_MAX: usize = 15;
 /// The prefix of every derived name: ours, and apart from the kernel's.
 pub const NAME_PREFIX: &str = "kr_";
 
-/// A BPF port and its parameters.
+/// A BPF program and its configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Port {
-    /// `reno.bpf.c`, optionally with HyStart++.
-    Reno(RenoParams),
-    /// `cubic.bpf.c`, with the kernel module's parameters.
-    Cubic(CubicParams),
+    /// `src/bpf/<algorithm>.bpf.c`, the port of the reference algorithm,
+    /// configured as it runs ([`Algorithm::ported`]).
+    Kleinrock(Algorithm),
     /// `native_<alg>.bpf.c`: the kernel's own algorithm behind a traceable
     /// wrapper (spec `native:cubic`, name `kn_cubic`).
     Native(Native),
-    /// `bbr.bpf.c`: BBR v1, which has no parameters.
-    Bbr,
-    /// `dctcp.bpf.c`, with the kernel module's parameters.
-    Dctcp(DctcpParams),
-    /// `htcp.bpf.c`, with the kernel module's parameters.
-    Htcp(HtcpParams),
-    /// `vegas.bpf.c`, with the kernel module's parameters.
-    Vegas(VegasParams),
-    /// `cdg.bpf.c`, with the kernel module's parameters.
-    Cdg(CdgParams),
 }
 
 /// The kernel's built-in algorithms that have a tracing wrapper.
@@ -146,56 +103,17 @@ pub fn plan(spec: &str, name: Option<&str>) -> Result<Plan, Error> {
         return plan_native(kernel, name);
     }
     let algorithm: Algorithm = spec.parse().map_err(|e| Error(format!("{e}")))?;
-    let canonical = algorithm.spec();
-    let (port, tokens) = match &algorithm {
-        Algorithm::Reno(r) => {
-            let p = *r.params();
-            let tokens = if p.hystart_pp {
-                vec!["hspp".to_string()]
-            } else {
-                Vec::new()
-            };
-            (Port::Reno(p), tokens)
-        }
-        Algorithm::Cubic(c) => {
-            let p = *c.params();
-            (Port::Cubic(p), cubic_tokens(&p))
-        }
-        Algorithm::Bbr(_) => (Port::Bbr, Vec::new()),
-        Algorithm::Dctcp(d) => {
-            let p = *d.params();
-            (Port::Dctcp(p), dctcp_tokens(&p))
-        }
-        Algorithm::Htcp(h) => {
-            let p = *h.params();
-            (Port::Htcp(p), htcp_tokens(&p))
-        }
-        Algorithm::Vegas(v) => {
-            let p = *v.params();
-            (Port::Vegas(p), vegas_tokens(&p))
-        }
-        Algorithm::Cdg(c) => {
-            let p = CdgParams {
-                cwr: CdgCwr::Own,
-                ..*c.params()
-            };
-            (Port::Cdg(p), cdg_tokens(&p))
-        }
-    };
-    let canonical = match &port {
-        Port::Cdg(_) => port.reference_spec(&canonical),
-        _ => canonical,
-    };
+    let algorithm = algorithm.ported();
     let name = match name {
         Some(n) => {
             check_name(n)?;
             n.to_string()
         }
-        None => derive_name(port.algorithm(), &tokens)?,
+        None => derive_name(algorithm.name(), &algorithm.tokens())?,
     };
     Ok(Plan {
-        port,
-        spec: canonical,
+        spec: algorithm.spec(),
+        port: Port::Kleinrock(algorithm),
         name,
     })
 }
@@ -223,144 +141,41 @@ fn plan_native(kernel: &str, name: Option<&str>) -> Result<Plan, Error> {
 }
 
 impl Port {
-    /// The algorithm's name in specs and in the BPF file's name.
+    /// The algorithm's name in specs.
     pub fn algorithm(&self) -> &'static str {
         match self {
-            Port::Reno(_) => "reno",
-            Port::Cubic(_) => "cubic",
+            Port::Kleinrock(a) => a.name(),
             Port::Native(n) => n.kernel_name(),
-            Port::Bbr => "bbr",
-            Port::Dctcp(_) => "dctcp",
-            Port::Htcp(_) => "htcp",
-            Port::Vegas(_) => "vegas",
-            Port::Cdg(_) => "cdg",
+        }
+    }
+
+    /// The program: `src/bpf/<program>.bpf.c`.
+    pub fn program(&self) -> String {
+        match self {
+            Port::Kleinrock(a) => a.name().to_string(),
+            Port::Native(n) => format!("native_{}", n.kernel_name()),
+        }
+    }
+
+    /// The values of the program's parameters, by the names of its `const
+    /// volatile __u32`s; the wrappers have none (the kernel's module
+    /// parameters apply, as they do to the original).
+    pub fn port_values(&self) -> Vec<(&'static str, u32)> {
+        match self {
+            Port::Kleinrock(a) => a.port_values(),
+            Port::Native(_) => Vec::new(),
         }
     }
 
     /// The spec to replay this port's traces with (`kleinrock replay
     /// --cc`): the Rust reference that the port, or the kernel's own
     /// algorithm it wraps, must agree with bit for bit.
-    pub fn reference_spec(&self, spec: &str) -> String {
+    pub fn reference_spec(&self) -> String {
         match self {
+            Port::Kleinrock(a) => a.spec(),
             Port::Native(n) => n.kernel_name().to_string(),
-            // Whatever the spec says, the port runs its own CWR.
-            Port::Cdg(p) => Algorithm::Cdg(Cdg::new(CdgParams {
-                cwr: CdgCwr::Own,
-                ..*p
-            }))
-            .spec(),
-            _ => spec.to_string(),
         }
     }
-}
-
-/// The name tokens of CUBIC's non-default parameters.
-fn cubic_tokens(p: &CubicParams) -> Vec<String> {
-    let d = CubicParams::default();
-    let mut t = Vec::new();
-    match p.hystart {
-        SlowStartExit::Linux => {}
-        SlowStartExit::Off => t.push("nohs".to_string()),
-        SlowStartExit::HystartPP => t.push("hspp".to_string()),
-    }
-    match p.friendly {
-        Friendly::Linux => {}
-        Friendly::Off => t.push("nofr".to_string()),
-        Friendly::Eq4 => t.push("eq4".to_string()),
-        Friendly::NewReno => t.push("nr".to_string()),
-    }
-    if p.beta != d.beta {
-        t.push(format!("b{}", p.beta));
-    }
-    if p.fast_convergence != d.fast_convergence {
-        t.push("nofc".to_string());
-    }
-    if p.bic_scale != d.bic_scale {
-        t.push(format!("c{}", p.bic_scale));
-    }
-    if p.initial_ssthresh != d.initial_ssthresh {
-        t.push(format!("is{}", p.initial_ssthresh));
-    }
-    let (h, hd) = (p.hystart_cfg, d.hystart_cfg);
-    if h.detect != hd.detect {
-        t.push(format!("hd{}", h.detect));
-    }
-    if h.low_window != hd.low_window {
-        t.push(format!("lw{}", h.low_window));
-    }
-    if h.ack_delta_us != hd.ack_delta_us {
-        t.push(format!("ad{}", h.ack_delta_us));
-    }
-    t
-}
-
-/// The name tokens of DCTCP's non-default parameters.
-fn dctcp_tokens(p: &DctcpParams) -> Vec<String> {
-    let d = DctcpParams::default();
-    let mut t = Vec::new();
-    if p.shift_g != d.shift_g {
-        t.push(format!("g{}", p.shift_g));
-    }
-    if p.alpha_on_init != d.alpha_on_init {
-        t.push(format!("a{}", p.alpha_on_init));
-    }
-    t
-}
-
-/// The name tokens of H-TCP's non-default parameters (both default on).
-fn htcp_tokens(p: &HtcpParams) -> Vec<String> {
-    let mut t = Vec::new();
-    if !p.use_rtt_scaling {
-        t.push("nrs".to_string());
-    }
-    if !p.use_bandwidth_switch {
-        t.push("nbs".to_string());
-    }
-    t
-}
-
-/// The name tokens of Vegas' non-default parameters.
-fn vegas_tokens(p: &VegasParams) -> Vec<String> {
-    let d = VegasParams::default();
-    let mut t = Vec::new();
-    if p.alpha != d.alpha {
-        t.push(format!("a{}", p.alpha));
-    }
-    if p.beta != d.beta {
-        t.push(format!("b{}", p.beta));
-    }
-    if p.gamma != d.gamma {
-        t.push(format!("g{}", p.gamma));
-    }
-    t
-}
-
-/// The name tokens of CDG's non-default parameters.
-fn cdg_tokens(p: &CdgParams) -> Vec<String> {
-    let d = CdgParams::default();
-    let mut t = Vec::new();
-    if p.window != d.window {
-        t.push(format!("w{}", p.window));
-    }
-    if p.backoff_beta != d.backoff_beta {
-        t.push(format!("b{}", p.backoff_beta));
-    }
-    if p.backoff_factor != d.backoff_factor {
-        t.push(format!("f{}", p.backoff_factor));
-    }
-    if p.hystart_detect != d.hystart_detect {
-        t.push(format!("hd{}", p.hystart_detect));
-    }
-    if p.use_ineff != d.use_ineff {
-        t.push(format!("i{}", p.use_ineff));
-    }
-    if p.use_shadow != d.use_shadow {
-        t.push("nosh".to_string());
-    }
-    if p.use_tolerance != d.use_tolerance {
-        t.push("tol".to_string());
-    }
-    t
 }
 
 /// `kr_<algorithm>[_<token>...]`, if it fits in [`NAME_MAX`].
@@ -409,6 +224,13 @@ pub fn check_name(name: &str) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kleinrock_cc::bbr::Bbr;
+    use kleinrock_cc::cdg::{Cdg, CdgCwr, CdgParams};
+    use kleinrock_cc::cubic::SlowStartExit;
+    use kleinrock_cc::dctcp::{Dctcp, DctcpParams};
+    use kleinrock_cc::htcp::{Htcp, HtcpParams};
+    use kleinrock_cc::vegas::{Vegas, VegasParams};
+    use kleinrock_cc::Declared;
 
     fn name_of(spec: &str) -> String {
         plan(spec, None).map(|p| p.name).unwrap_or_else(|e| e.0)
@@ -422,7 +244,7 @@ mod tests {
             (p.name.as_str(), p.spec.as_str()),
             ("kn_cubic", "native:cubic")
         );
-        assert_eq!(p.port.reference_spec(&p.spec), "cubic");
+        assert_eq!(p.port.reference_spec(), "cubic");
         assert_eq!(plan("native:bbr", None).unwrap().name, "kn_bbr");
         assert_eq!(
             plan("native:reno", Some("my_reno")).unwrap().name,
@@ -479,10 +301,13 @@ mod tests {
         assert_eq!(p.spec, "dctcp:shift_g=10:alpha_on_init=5000");
         assert_eq!(
             p.port,
-            Port::Dctcp(DctcpParams {
-                shift_g: 10,
-                alpha_on_init: 5000
-            })
+            Port::Kleinrock(
+                Dctcp::new(DctcpParams {
+                    shift_g: 10,
+                    alpha_on_init: 5000
+                })
+                .into()
+            )
         );
         assert!(name_of("dctcp:shift_g=11").contains("`11` is not a valid value for `shift_g`"));
     }
@@ -502,10 +327,13 @@ mod tests {
         assert_eq!(p.spec, "htcp:use_bandwidth_switch=0");
         assert_eq!(
             p.port,
-            Port::Htcp(HtcpParams {
-                use_rtt_scaling: true,
-                use_bandwidth_switch: false
-            })
+            Port::Kleinrock(
+                Htcp::new(HtcpParams {
+                    use_rtt_scaling: true,
+                    use_bandwidth_switch: false
+                })
+                .into()
+            )
         );
     }
 
@@ -523,11 +351,14 @@ mod tests {
         assert_eq!(p.spec, "vegas:alpha=3:beta=5:gamma=3");
         assert_eq!(
             p.port,
-            Port::Vegas(VegasParams {
-                alpha: 3,
-                beta: 5,
-                gamma: 3
-            })
+            Port::Kleinrock(
+                Vegas::new(VegasParams {
+                    alpha: 3,
+                    beta: 5,
+                    gamma: 3
+                })
+                .into()
+            )
         );
     }
 
@@ -548,13 +379,16 @@ mod tests {
         assert_eq!(p.spec, "cdg:window=1:hystart_detect=0:use_shadow=0:cwr=own");
         assert_eq!(
             p.port,
-            Port::Cdg(CdgParams {
-                window: 1,
-                hystart_detect: 0,
-                use_shadow: false,
-                cwr: CdgCwr::Own,
-                ..CdgParams::default()
-            })
+            Port::Kleinrock(
+                Cdg::new(CdgParams {
+                    window: 1,
+                    hystart_detect: 0,
+                    use_shadow: false,
+                    cwr: CdgCwr::Own,
+                    ..CdgParams::default()
+                })
+                .into()
+            )
         );
     }
 
@@ -569,9 +403,9 @@ mod tests {
                 ("kr_cdg", "cdg:cwr=own"),
                 "{spec}"
             );
-            assert_eq!(p.port.reference_spec(&p.spec), "cdg:cwr=own");
-            // A spec recorded by an older kleinrock (`cdg`) replays right too.
-            assert_eq!(p.port.reference_spec("cdg"), "cdg:cwr=own");
+            // What replays it; a spec recorded by an older kleinrock (`cdg`)
+            // is planned again from the recording, so it replays right too.
+            assert_eq!(p.port.reference_spec(), "cdg:cwr=own");
         }
         let p = plan("cdg:cwr=kernel:window=16", None).unwrap();
         assert_eq!(
@@ -581,17 +415,34 @@ mod tests {
         assert!(name_of("cdg:cwr=prr").contains("`prr` is not a valid value for `cwr` of cdg"));
         // Other ports replay with the spec they were loaded with.
         let p = plan("vegas:alpha=1", None).unwrap();
-        assert_eq!(p.port.reference_spec(&p.spec), "vegas:alpha=1");
+        assert_eq!(p.port.reference_spec(), "vegas:alpha=1");
     }
 
     #[test]
     fn the_plan_carries_params_and_the_canonical_spec() {
         let p = plan("cubic:beta=768:hystart=off", Some("kr_c768")).unwrap();
         assert_eq!(p.spec, "cubic:hystart=off:beta=768");
-        let Port::Cubic(c) = p.port else {
+        let Port::Kleinrock(Algorithm::Cubic(c)) = p.port else {
             panic!("not cubic")
         };
-        assert_eq!((c.beta, c.hystart), (768, SlowStartExit::Off));
+        assert_eq!(
+            (c.params().beta, c.params().hystart),
+            (768, SlowStartExit::Off)
+        );
+        assert_eq!(
+            Port::Kleinrock(Algorithm::Cubic(c)).port_values(),
+            [
+                ("hystart", 0),
+                ("friendly", 0),
+                ("beta", 768),
+                ("fast_convergence", 1),
+                ("bic_scale", 41),
+                ("initial_ssthresh", 0),
+                ("hystart_detect", 3),
+                ("hystart_low_window", 16),
+                ("hystart_ack_delta_us", 2000),
+            ]
+        );
         assert_eq!(plan("reno", Some("my-reno")).unwrap().name, "my-reno");
     }
 
@@ -628,7 +479,7 @@ mod tests {
         let p = plan("bbr", None).unwrap();
         assert_eq!(
             (p.port, p.spec.as_str(), p.name.as_str()),
-            (Port::Bbr, "bbr", "kr_bbr")
+            (Port::Kleinrock(Bbr::new().into()), "bbr", "kr_bbr")
         );
         assert_eq!(plan("bbr", Some("krt_bbr")).unwrap().name, "krt_bbr");
         assert_eq!(

@@ -344,7 +344,7 @@ mod session {
                 ))
             })?;
             let plan = plan::plan(&spec, Some(cc))?;
-            let replay = plan.port.reference_spec(&plan.spec);
+            let replay = plan.port.reference_spec();
             return Ok((cc.to_string(), plan.port, replay, None));
         }
         if let Some(native) = Native::from_kernel_name(cc) {

@@ -56,18 +56,14 @@ char LICENSE[] SEC("license") = "GPL";
 #define FRIENDLY_NEWRENO	2	/* FreeBSD D46546: emulate NewReno */
 #define FRIENDLY_OFF		3	/* tcp_friendliness=0 */
 
-/* The slow-start exit (hystart=). */
-#define SS_EXIT_OFF		0	/* hystart=0: exit on loss only */
-#define SS_EXIT_HYSTART		1	/* Linux HyStart, the default */
-#define SS_EXIT_HSPP		2	/* HyStart++, RFC 9406 */
-
-/* Set by the loader before load; these are the kernel's defaults. */
+/* Set by the loader before load, each named as the spec's parameter (and
+ * crates/cc's CubicParams field); these are the kernel's defaults. */
 const volatile __u32 fast_convergence = 1;
 const volatile __u32 beta = 717;		/* about 0.7 */
 const volatile __u32 initial_ssthresh = 0;	/* 0: leave it infinite */
 const volatile __u32 bic_scale = 41;		/* C = 41 * 10 / 1024 = 0.4 */
 const volatile __u32 friendly = FRIENDLY_LINUX;
-const volatile __u32 slow_start_exit = SS_EXIT_HYSTART;
+const volatile __u32 hystart = SS_EXIT_HYSTART;	/* the slow-start exit */
 const volatile __u32 hystart_detect = HYSTART_ACK_TRAIN | HYSTART_DELAY;
 const volatile __u32 hystart_low_window = 16;	/* segments */
 const volatile __u32 hystart_ack_delta_us = 2000;
@@ -234,9 +230,9 @@ static __always_inline void cubictcp_init(struct sock *sk)
 
 	bictcp_reset(ca);
 	hspp_reset(&ca->hspp);
-	if (slow_start_exit == SS_EXIT_HYSTART)
+	if (hystart == SS_EXIT_HYSTART)
 		bictcp_hystart_reset(sk);
-	else if (slow_start_exit == SS_EXIT_OFF && initial_ssthresh)
+	else if (hystart == SS_EXIT_OFF && initial_ssthresh)
 		tcp_sk(sk)->snd_ssthresh = initial_ssthresh;
 }
 KR_INIT(kr_cubic_init, cubictcp_init)
@@ -437,7 +433,7 @@ static __always_inline void cubictcp_cong_avoid(struct sock *sk, __u32 ack,
 	if (!tcp_is_cwnd_limited(sk))
 		return;
 	if (tcp_in_slow_start(tp)) {
-		if (slow_start_exit == SS_EXIT_HSPP)
+		if (hystart == SS_EXIT_HSPP)
 			acked = hspp_slow_start(sk, &ca->hspp, acked);
 		else
 			acked = tcp_slow_start(tp, acked);
@@ -584,10 +580,10 @@ static __always_inline void cubictcp_acked(struct sock *sk,
 	__u32 delay = 0;
 	bool sampled = track_delay_min(ca, rtt_us, &delay);
 
-	if (slow_start_exit == SS_EXIT_HYSTART) {
+	if (hystart == SS_EXIT_HYSTART) {
 		if (sampled && !ca->found && tcp_in_slow_start(tp))
 			hystart_update(sk, delay);
-	} else if (slow_start_exit == SS_EXIT_HSPP) {
+	} else if (hystart == SS_EXIT_HSPP) {
 		/* HyStart++ sees every ACK: its rounds advance without RTTs. */
 		hspp_on_ack(sk, &ca->hspp, rtt_us);
 	}

@@ -30,6 +30,12 @@
 #define HSPP_CSS_ROUNDS		5	/* CSS rounds before avoidance */
 #define HSPP_L_UNPACED		8	/* segments per ACK when not paced */
 
+/* The `hystart` parameter of the ports that take it: which slow-start exit
+ * runs (crates/cc's SlowStartExit). */
+#define SS_EXIT_OFF		0	/* hystart=0: exit on loss only */
+#define SS_EXIT_HYSTART		1	/* Linux HyStart, CUBIC's default */
+#define SS_EXIT_HSPP		2	/* HyStart++, RFC 9406 */
+
 /* Phases. */
 #define HSPP_SLOW_START		0
 #define HSPP_CSS		1

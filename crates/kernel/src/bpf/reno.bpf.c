@@ -10,9 +10,9 @@
  * line by line from crates/cc/src/reno.rs through the shared helpers of
  * kleinrock.bpf.h.
  *
- * Kleinrock adds one option the kernel lacks: hystart_pp (reno:hystart=hspp)
- * replaces the initial slow start with HyStart++ (RFC 9406), whose state is
- * reno's only private data.
+ * Kleinrock adds one option the kernel lacks: reno:hystart=hspp replaces
+ * the initial slow start with HyStart++ (RFC 9406), whose state is reno's
+ * only private data.
  */
 #include "kleinrock.bpf.h"
 #include "hystart_pp.bpf.h"
@@ -25,8 +25,8 @@ struct reno {
 };
 KR_CA_TYPE(reno);
 
-/* Set by the loader before load: 1 for reno:hystart=hspp. */
-const volatile __u32 hystart_pp = 0;
+/* Set by the loader before load: SS_EXIT_HSPP for reno:hystart=hspp. */
+const volatile __u32 hystart = SS_EXIT_OFF;
 
 static __always_inline void reno_init(struct sock *sk)
 {
@@ -51,7 +51,7 @@ static __always_inline void reno_cong_avoid(struct sock *sk, __u32 ack,
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct reno *ca = inet_csk_ca(sk);
 
-	if (!hystart_pp) {
+	if (hystart != SS_EXIT_HSPP) {
 		tcp_reno_cong_avoid(sk, ack, acked);
 		return;
 	}
@@ -71,7 +71,7 @@ static __always_inline void reno_acked(struct sock *sk,
 {
 	struct reno *ca = inet_csk_ca(sk);
 
-	if (hystart_pp)
+	if (hystart == SS_EXIT_HSPP)
 		hspp_on_ack(sk, &ca->hspp, sample->rtt_us);
 }
 KR_PKTS_ACKED(kr_reno_acked, reno_acked)
