@@ -31,7 +31,8 @@ pub struct Args {
     status: bool,
     /// Kleinrock's learned table: loaded before the run if the file exists
     /// (a corrupt or truncated one is reported and ignored), saved after it
-    /// (atomically).
+    /// (atomically). Only a table is replaced: any other file, a device, a
+    /// pipe or a link is refused before the run.
     #[arg(long)]
     table: Option<PathBuf>,
     /// Print what the oracle knows: every algorithm's expected goodput,
@@ -185,14 +186,7 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             )));
         }
     }
-    if let Some(out) = &a.out {
-        std::fs::create_dir_all(out).map_err(|e| {
-            Failure(format!(
-                "cannot write to {}: {e}; choose another --out directory",
-                out.display()
-            ))
-        })?;
-    }
+    check_outputs(&a)?;
     let algorithms = w.algorithms();
     let threads = a
         .jobs
@@ -242,7 +236,10 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             match persist::load(b, path) {
                 Ok(true) => println!("loaded the learned table from {}", path.display()),
                 Ok(false) => {}
-                Err(e) => eprintln!("warning: {e}"),
+                Err(e @ persist::LoadError::Unusable(_)) => eprintln!("warning: {e}"),
+                Err(e @ persist::LoadError::Refused(_)) => {
+                    return Err(Failure(format!("{e}; choose another --table path")))
+                }
             }
         }
         let r = run_policy(&w, &o, &mut policy);
@@ -286,6 +283,62 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The files `--out` gets, per policy.
+fn out_files(policy: &str) -> [String; 2] {
+    [
+        format!("{policy}-connections.csv"),
+        format!("{policy}-summary.txt"),
+    ]
+}
+
+/// What `select` writes, checked before anything runs: the table only over
+/// nothing or a table, and never over the workload or an output; `--out` a
+/// directory that is new, empty or holds only what `select` writes there
+/// (and tables, which `--table` is often pointed beside).
+fn check_outputs(a: &Args) -> Result<(), Failure> {
+    let names: Vec<String> = ["bpftune", "kleinrock"]
+        .iter()
+        .flat_map(|p| out_files(p))
+        .collect();
+    if let Some(table) = &a.table {
+        let refuse = |why: String| {
+            Failure(format!(
+                "cannot save the learned table to {}: {why}; choose another --table path",
+                table.display()
+            ))
+        };
+        if kleinrock_files::same_file(table, &a.workload) {
+            return Err(refuse("it is the workload file".into()));
+        }
+        let name = table.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let parent = table.parent().filter(|p| !p.as_os_str().is_empty());
+        let dir = parent.unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() {
+            return Err(refuse(format!("{} is not a directory", dir.display())));
+        }
+        if let Some(out) = &a.out {
+            if names.iter().any(|n| n == name) && kleinrock_files::same_file(dir, out) {
+                return Err(refuse(format!("--out writes {name} there")));
+            }
+        }
+        persist::check_target(table).map_err(|e| refuse(e.to_string()))?;
+    }
+    if let Some(out) = &a.out {
+        let ours = |e: &kleinrock_files::Entry| {
+            Ok(e.kind == kleinrock_files::Kind::File
+                && (e.name.is_some_and(|n| names.iter().any(|m| m == n))
+                    || persist::check_target(e.path).is_ok()))
+        };
+        kleinrock_files::claim_dir(out, &ours).map_err(|e| {
+            Failure(format!(
+                "cannot write to {}: {e}; choose a new or empty --out directory",
+                out.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// A CSV field, quoted when it must be (RFC 4180).
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -302,9 +355,8 @@ fn write_report(
     r: &Report,
 ) -> std::io::Result<()> {
     let dests = w.destinations();
-    let mut f = std::io::BufWriter::new(std::fs::File::create(
-        dir.join(format!("{}-connections.csv", r.policy)),
-    )?);
+    let [connections, summary] = out_files(&r.policy);
+    let mut f = std::io::BufWriter::new(kleinrock_files::create(&dir.join(connections))?);
     writeln!(
         f,
         "destination,address,path,connection,changed,algorithm,goodput_bps,rtt_ms"
@@ -324,9 +376,7 @@ fn write_report(
         )?;
     }
     f.flush()?;
-    let mut s = std::io::BufWriter::new(std::fs::File::create(
-        dir.join(format!("{}-summary.txt", r.policy)),
-    )?);
+    let mut s = std::io::BufWriter::new(kleinrock_files::create(&dir.join(summary))?);
     s.write_all(r.status.as_bytes())?;
     s.write_all(b"\n")?;
     s.write_all(table(w, o, r).as_bytes())?;

@@ -156,6 +156,16 @@ pub fn create(path: &Path) -> io::Result<File> {
     Ok(f)
 }
 
+/// Creates a new regular file at `path`: fails if anything is there, a
+/// symbolic link included (which is not followed).
+pub fn create_new(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(SAFE)
+        .open(path)
+}
+
 /// Whether the regular file at `path` begins with `prefix` (false for a
 /// shorter file); refuses what [`open_file`] refuses.
 pub fn starts_with(path: &Path, prefix: &[u8]) -> io::Result<bool> {
@@ -252,11 +262,7 @@ pub fn claim_dir(dir: &Path, ours: &Ours) -> io::Result<()> {
     check_dir(dir, ours)?;
     std::fs::create_dir_all(dir)?;
     let probe = dir.join(format!("{PROBE}{}", std::process::id()));
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(SAFE)
-        .open(&probe)?;
+    create_new(&probe)?;
     std::fs::remove_file(&probe)
 }
 

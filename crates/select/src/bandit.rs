@@ -171,10 +171,12 @@ fn rate_of(s: &Sample) -> f64 {
     }
 }
 
-/// The share of segments a sample's connection retransmitted.
+/// The share of segments a sample's connection retransmitted, at most all
+/// of them (a sample from outside could claim more retransmissions than
+/// segments: `segs_out` counts retransmissions too).
 fn loss_of(s: &Sample) -> f64 {
     if s.segs_out > 0 {
-        s.total_retrans as f64 / s.segs_out as f64
+        (s.total_retrans as f64 / s.segs_out as f64).min(1.0)
     } else {
         0.0
     }
