@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use kleinrock_cc::Algorithm;
+use kleinrock_report::layout;
 use kleinrock_report::plan::{value_label, Scenario, Sweep};
 use kleinrock_report::{Comparison, Run};
 
+use crate::outputs;
 use crate::runner::{run_all, Job};
 use crate::Failure;
 
@@ -41,20 +43,6 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
-}
-
-/// Checks an output directory can be written before spending time on runs.
-fn writable(dir: &Path) -> Result<(), Failure> {
-    let probe = dir.join(".kleinrock-write-test");
-    std::fs::create_dir_all(dir)
-        .and_then(|_| std::fs::write(&probe, b""))
-        .and_then(|_| std::fs::remove_file(&probe))
-        .map_err(|e| {
-            Failure(format!(
-                "cannot write the report to {}: {e}; choose another directory with --out",
-                dir.display()
-            ))
-        })
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
@@ -105,18 +93,32 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         .out
         .clone()
         .unwrap_or_else(|| Path::new("out").join("compare").join(&name));
-    writable(&out)?;
 
-    // Every run, checked before anything runs.
+    // Every run, checked before anything runs, and what they write.
+    let plan = scn.plan(&specs, &sweeps, &seeds)?;
+    for w in &plan.warnings {
+        eprintln!("warning: {w}");
+    }
     let mut jobs = Vec::new();
     let mut labels = Vec::new();
-    for run in scn.plan(&specs, &sweeps, &seeds)? {
+    for run in plan.runs {
+        let point: String = run.point.iter().map(|(k, v)| format!(" {k}={v}")).collect();
         jobs.push(Job {
-            name: format!("{name} {} seed {}", run.spec, run.seed),
+            name: format!("{name} {}{point} seed {}", run.spec, run.seed),
             cfg: run.config,
         });
         labels.push((run.spec, run.point, run.seed));
     }
+    outputs::check_traces(
+        &jobs,
+        "compare runs the scenario once per algorithm, seed and swept value: trace one run with `kleinrock sim`, or remove `trace` from the scenario",
+    )?;
+    layout::claim_report_dir(&out).map_err(|e| {
+        Failure(format!(
+            "cannot write the report to {}: {e}; choose a new or empty directory with --out",
+            out.display()
+        ))
+    })?;
     if !a.quiet {
         eprintln!(
             "running {} simulations ({} algorithms x {} seeds{})",
@@ -158,7 +160,7 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             .unwrap_or_default(),
     };
     print!("{}", cmp.table());
-    let report = kleinrock_report::write_report(&cmp, &out).map_err(|e| {
+    let report = kleinrock_report::write_report(&cmp, &out, &mut |_| {}).map_err(|e| {
         Failure(format!(
             "cannot write the report to {}: {e}; choose another directory with --out",
             out.display()

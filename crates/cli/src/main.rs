@@ -8,6 +8,7 @@ mod algorithms;
 mod compare;
 mod kernel;
 mod model;
+mod outputs;
 mod replay;
 mod runner;
 mod select;

@@ -71,7 +71,23 @@ pub fn run_all(jobs: &[Job], threads: Option<u32>, quiet: bool) -> Result<Vec<Re
                     last = frac;
                 })
             })
-            .map_err(|e| format!("{}: cannot write a hook trace: {e}", jobs[i].name));
+            .map_err(|e| {
+                let traces: Vec<String> = jobs[i]
+                    .cfg
+                    .flows
+                    .iter()
+                    .filter_map(|f| f.trace.as_ref().map(|t| t.display().to_string()))
+                    .collect();
+                format!(
+                    "{}: cannot write the hook trace {}: {e}",
+                    jobs[i].name,
+                    if traces.len() == 1 {
+                        traces[0].clone()
+                    } else {
+                        format!("(one of {})", traces.join(", "))
+                    }
+                )
+            });
         progress(((1.0 - last) * dur as f64) as u64);
         results.lock().unwrap()[i] = Some(r);
     };

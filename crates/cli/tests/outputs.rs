@@ -145,3 +145,219 @@ fn select_writes_out_only_where_it_is_its_own() {
         "{e}"
     );
 }
+
+/// A scenario that would run for minutes: a refusal that comes back at all
+/// came before the run.
+const LONG: &str =
+    "duration = \"3000s\"\n[link]\nrate = \"1Gbit\"\n[[flow]]\ncc = \"cubic\"\nrtt = \"10ms\"\n";
+
+#[test]
+fn sim_checks_its_outputs_before_it_runs() {
+    let dir = tmpdir("outputs-sim");
+    let s = dir.join("long.toml");
+    fs::write(&s, LONG).unwrap();
+    let s = s.to_str().unwrap();
+    let file = dir.join("file");
+    fs::write(&file, "mine").unwrap();
+    let e = refused(&["sim", s, "--quiet", "--out", file.to_str().unwrap()]);
+    assert!(
+        e.contains(&format!(
+            "cannot write results to {0}: {0} is a regular file, not a directory; choose a new or empty --out directory",
+            file.display()
+        )),
+        "{e}"
+    );
+    assert_eq!(fs::read_to_string(&file).unwrap(), "mine");
+    // A directory holding someone's files, or a run directory that does.
+    let out = dir.join("out");
+    fs::create_dir_all(out.join("long")).unwrap();
+    fs::write(out.join("long").join("results.json"), "{}").unwrap();
+    fs::write(out.join("long").join("notes.txt"), "mine").unwrap();
+    let e = refused(&["sim", s, "--quiet", "--out", out.to_str().unwrap()]);
+    assert!(
+        e.contains("long/notes.txt is a regular file Kleinrock did not write"),
+        "{e}"
+    );
+    // Two scenario files of one name under one --out; a seed twice.
+    let other = dir.join("other");
+    fs::create_dir_all(&other).unwrap();
+    fs::write(other.join("long.toml"), LONG).unwrap();
+    let fresh = dir.join("fresh");
+    let e = refused(&[
+        "sim",
+        s,
+        other.join("long.toml").to_str().unwrap(),
+        "--out",
+        fresh.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("long.toml would both write")
+            && e.contains("give the scenario files different names"),
+        "{e}"
+    );
+    let e = refused(&[
+        "sim",
+        s,
+        "--seeds",
+        "1,2,1",
+        "--out",
+        fresh.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("--seeds lists 1 twice; give each seed once"),
+        "{e}"
+    );
+    assert!(!fresh.exists(), "nothing created for a refused command");
+}
+
+#[test]
+fn a_hook_trace_is_written_by_one_run_over_nothing_but_a_trace() {
+    let dir = tmpdir("outputs-traces");
+    let traced = |trace: &str| {
+        let s = dir.join("traced.toml");
+        fs::write(&s, format!("{LONG}trace = \"{trace}\"\n")).unwrap();
+        s.to_str().unwrap().to_string()
+    };
+    // The gzip several runs wrote at once ended corrupt.
+    let s = traced("t.csv.gz");
+    let e = refused(&["sim", &s, "--seeds", "1,2", "--quiet"]);
+    assert!(
+        e.contains("the runs `traced-seed1` and `traced-seed2` would both write the hook trace")
+            && e.contains("trace one run at a time"),
+        "{e}"
+    );
+    let e = refused(&[
+        "compare",
+        &s,
+        "--cc",
+        "cubic,bbr",
+        "--quiet",
+        "--out",
+        dir.join("r").to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("would both write the hook trace")
+            && e.contains("trace one run with `kleinrock sim`"),
+        "{e}"
+    );
+    // The scenario itself, a pipe, a device, a missing directory.
+    let s = traced("traced.toml");
+    let e = refused(&["sim", &s, "--quiet"]);
+    assert!(
+        e.contains("traced.toml: it is a file that is not a hook trace")
+            && e.contains("choose another `trace` path"),
+        "{e}"
+    );
+    assert!(fs::read_to_string(&s).unwrap().starts_with("duration"));
+    mkfifo(&dir.join("pipe"));
+    let e = refused(&["sim", &traced("pipe"), "--quiet"]);
+    assert!(e.contains("it is a named pipe (FIFO)"), "{e}");
+    let e = refused(&["sim", &traced("/dev/null"), "--quiet"]);
+    assert!(e.contains("/dev/null: it is a character device"), "{e}");
+    let e = refused(&["sim", &traced("nowhere/t.csv"), "--quiet"]);
+    assert!(e.contains("nowhere is not a directory"), "{e}");
+    // Over an earlier trace: allowed, and written.
+    fs::write(dir.join("old.csv"), "seq,hook,post_snd_cwnd\n0,init,10\n").unwrap();
+    let s = dir.join("short.toml");
+    fs::write(
+        &s,
+        "duration = \"1s\"\n[link]\nrate = \"10Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\ntrace = \"old.csv\"\n",
+    )
+    .unwrap();
+    let o = kleinrock(&["sim", s.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(
+        fs::read_to_string(dir.join("old.csv"))
+            .unwrap()
+            .lines()
+            .count()
+            > 10
+    );
+}
+
+#[test]
+fn compare_checks_its_report_directory_before_it_runs() {
+    let dir = tmpdir("outputs-compare");
+    let s = dir.join("long.toml");
+    fs::write(&s, LONG).unwrap();
+    let out = dir.join("report");
+    fs::create_dir_all(&out).unwrap();
+    fs::write(out.join("summary.csv"), "my spreadsheet").unwrap();
+    fs::write(out.join("thesis.tex"), "mine").unwrap();
+    let e = refused(&[
+        "compare",
+        s.to_str().unwrap(),
+        "--cc",
+        "cubic",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("thesis.tex is a regular file Kleinrock did not write")
+            && e.contains("choose a new or empty directory with --out"),
+        "{e}"
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("summary.csv")).unwrap(),
+        "my spreadsheet"
+    );
+}
+
+#[test]
+fn model_traces_only_into_a_directory_of_traces() {
+    let dir = tmpdir("outputs-model");
+    fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let e = refused(&[
+        "model",
+        "--seconds",
+        "1",
+        "--trace-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("notes.txt is a regular file Kleinrock did not write"),
+        "{e}"
+    );
+    let fresh = dir.join("fresh");
+    let e = refused(&[
+        "model",
+        "--cc",
+        "reno,newreno",
+        "--seconds",
+        "1",
+        "--trace-dir",
+        fresh.to_str().unwrap(),
+    ]);
+    assert!(e.contains("reno at HZ 250 is asked for twice"), "{e}");
+    let e = refused(&[
+        "model",
+        "--hz",
+        "100,100",
+        "--seconds",
+        "1",
+        "--trace-dir",
+        fresh.to_str().unwrap(),
+    ]);
+    assert!(e.contains("at HZ 100 is asked for twice"), "{e}");
+    // A trace directory of traces is written again.
+    let o = kleinrock(&[
+        "model",
+        "--cc",
+        "reno",
+        "--seconds",
+        "1",
+        "--trace-dir",
+        fresh.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = kleinrock(&[
+        "model",
+        "--cc",
+        "reno",
+        "--seconds",
+        "1",
+        "--trace-dir",
+        fresh.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+}

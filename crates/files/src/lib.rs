@@ -213,7 +213,13 @@ const PROBE: &str = ".kleinrock-probe-";
 /// not.
 pub fn check_dir(dir: &Path, ours: &Ours) -> io::Result<()> {
     match std::fs::metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        // Absent, or under something that is not a directory (which
+        // creating it will say).
+        Err(e)
+            if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
+            return Ok(())
+        }
         Err(e) => return Err(e),
         Ok(m) if !m.is_dir() => {
             return Err(refused(format!(

@@ -119,23 +119,30 @@ impl Run {
         }
     }
 
-    /// A file-name-safe label: spec, point and seed.
+    /// A file-name-safe label: spec, point and seed ([`slug`]).
     pub fn slug(&self) -> String {
-        let mut s = self.spec.clone();
-        for (k, v) in &self.point {
-            s.push_str(&format!("_{k}-{v}"));
-        }
-        s.push_str(&format!("_seed{}", self.seed));
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect()
+        slug(&self.spec, &self.point, self.seed)
     }
+}
+
+/// A run's file-name-safe label, the name of its files in the report:
+/// `SPEC_KEY-VALUE..._seedN`, anything but letters, digits, `-`, `_` and
+/// `.` replaced by `-`.
+pub fn slug(spec: &str, point: &[(String, String)], seed: u64) -> String {
+    let mut s = spec.to_string();
+    for (k, v) in point {
+        s.push_str(&format!("_{k}-{v}"));
+    }
+    s.push_str(&format!("_seed{seed}"));
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 impl Comparison {

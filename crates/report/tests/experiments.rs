@@ -19,7 +19,10 @@ fn scenario(name: &str) -> Scenario {
 /// Runs the scenario's `[compare]` grid (first seed only unless `seeds`),
 /// in parallel, and returns every run.
 fn grid(s: &Scenario, seeds: &[u64]) -> Vec<Run> {
-    let planned = s.plan(&s.compare.cc, &s.compare.sweeps, seeds).unwrap();
+    let planned = s
+        .plan(&s.compare.cc, &s.compare.sweeps, seeds)
+        .unwrap()
+        .runs;
     std::thread::scope(|sc| {
         let handles: Vec<_> = planned
             .into_iter()
