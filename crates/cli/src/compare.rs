@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use kleinrock_cc::Algorithm;
 use kleinrock_report::layout;
 use kleinrock_report::plan::{value_label, Scenario, Sweep};
+use kleinrock_report::run::Offered;
 use kleinrock_report::{Comparison, Run};
 
 use crate::outputs;
@@ -103,11 +104,16 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     let mut labels = Vec::new();
     for run in plan.runs {
         let point: String = run.point.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+        labels.push((
+            run.spec.clone(),
+            run.point,
+            run.seed,
+            Offered::of(&run.config),
+        ));
         jobs.push(Job {
             name: format!("{name} {}{point} seed {}", run.spec, run.seed),
             cfg: run.config,
         });
-        labels.push((run.spec, run.point, run.seed));
     }
     outputs::check_traces(
         &jobs,
@@ -135,11 +141,12 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     let runs: Vec<Run> = labels
         .into_iter()
         .zip(results)
-        .map(|((spec, point, seed), results)| Run {
+        .map(|((spec, point, seed, offered), results)| Run {
             spec,
             point,
             seed,
             results,
+            offered,
         })
         .collect();
     let cmp = Comparison {

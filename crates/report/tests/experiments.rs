@@ -27,11 +27,12 @@ fn grid(s: &Scenario, seeds: &[u64]) -> Vec<Run> {
         let handles: Vec<_> = planned
             .into_iter()
             .map(|p| {
-                sc.spawn(move || Run {
-                    spec: p.spec,
-                    point: p.point,
-                    seed: p.seed,
-                    results: Sim::new(p.config).unwrap().run(&mut |_| {}).unwrap(),
+                sc.spawn(move || {
+                    let results = Sim::new(p.config.clone())
+                        .unwrap()
+                        .run(&mut |_| {})
+                        .unwrap();
+                    Run::new(p, results)
                 })
             })
             .collect();
