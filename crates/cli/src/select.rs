@@ -99,21 +99,23 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
         "path", "dests", "phase", "oracle", "goodput", "cubic alone", "best", "converged"
     );
     let dests = w.destinations();
+    // Each path's phases and connections, before and after a change, in
+    // one pass (a pass per path was quadratic with many path types).
+    let mut phases_of = vec![[Vec::new(), Vec::new()]; w.paths.len()];
+    for x in &r.phases {
+        phases_of[dests[x.dest].0][x.changed as usize].push(x);
+    }
+    let mut conns_of = vec![[Vec::new(), Vec::new()]; w.paths.len()];
+    for x in &r.played {
+        conns_of[o.networks[x.network].0][x.changed as usize].push(x);
+    }
     for (pi, p) in w.paths.iter().enumerate() {
         for changed in [false, true] {
-            let phases: Vec<_> = r
-                .phases
-                .iter()
-                .filter(|x| x.changed == changed && dests[x.dest].0 == pi)
-                .collect();
+            let phases = &phases_of[pi][changed as usize];
             if phases.is_empty() {
                 continue;
             }
-            let conns: Vec<_> = r
-                .played
-                .iter()
-                .filter(|x| o.networks[x.network].0 == pi && x.changed == changed)
-                .collect();
+            let conns = &conns_of[pi][changed as usize];
             let n = conns.len().max(1) as f64;
             let goodput = conns.iter().map(|x| x.goodput_bps).sum::<f64>() / n;
             // What cubic would have had on the same connections.
@@ -124,7 +126,7 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
                 / n;
             // The oracle of each size class met, most frequent first.
             let mut oracles: Vec<(usize, &str)> = Vec::new();
-            for x in &conns {
+            for x in conns {
                 let name = o.algorithms[exp[x.network].oracle].as_str();
                 match oracles.iter_mut().find(|(_, o)| *o == name) {
                     Some(e) => e.0 += 1,
@@ -242,7 +244,7 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
                 }
             }
         }
-        let r = run_policy(&w, &o, &mut policy);
+        let r = run_policy(&w, &o, &mut policy, &mut |_| {});
         if let (Policy::Kleinrock(b), Some(path)) = (&policy, &a.table) {
             persist::save(b, path).map_err(|e| {
                 Failure(format!(
