@@ -13,6 +13,7 @@ use kleinrock_report::run::Offered;
 use kleinrock_report::{Comparison, Run};
 
 use crate::outputs;
+use crate::progress::Phase;
 use crate::runner::{run_all, Job};
 use crate::Failure;
 
@@ -47,6 +48,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
+    let planning = Phase::start("reading and planning", a.quiet);
     let scn = Scenario::load(&a.scenario)?;
     let defaults = &scn.compare;
     let specs: Vec<String> = if a.cc.is_empty() {
@@ -97,9 +99,7 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
 
     // Every run, checked before anything runs, and what they write.
     let plan = scn.plan(&specs, &sweeps, &seeds)?;
-    for w in &plan.warnings {
-        eprintln!("warning: {w}");
-    }
+    let warnings = plan.warnings.clone();
     let mut jobs = Vec::new();
     let mut labels = Vec::new();
     for run in plan.runs {
@@ -125,6 +125,10 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             out.display()
         ))
     })?;
+    drop(planning);
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
     if !a.quiet {
         eprintln!(
             "running {} simulations ({} algorithms x {} seeds{})",
@@ -167,7 +171,10 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             .unwrap_or_default(),
     };
     print!("{}", cmp.table());
-    let report = kleinrock_report::write_report(&cmp, &out, &mut |_| {}).map_err(|e| {
+    let writing = Phase::start("writing the report", a.quiet);
+    let report = kleinrock_report::write_report(&cmp, &out, &mut |f| writing.set(f));
+    drop(writing);
+    let report = report.map_err(|e| {
         Failure(format!(
             "cannot write the report to {}: {e}; choose another directory with --out",
             out.display()

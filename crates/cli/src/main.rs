@@ -9,6 +9,7 @@ mod compare;
 mod kernel;
 mod model;
 mod outputs;
+mod progress;
 mod replay;
 mod runner;
 mod select;

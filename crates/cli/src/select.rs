@@ -5,12 +5,12 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use kleinrock_fleet::replay::expectations;
 use kleinrock_fleet::{run_policy, Outcomes, Policy, Report, Workload};
 use kleinrock_select::persist;
 
+use crate::progress::Phase;
 use crate::Failure;
 
 #[derive(clap::Args)]
@@ -177,7 +177,10 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
-    let mut w = Workload::load(&a.workload)?;
+    let mut w = {
+        let _reading = Phase::start("reading the workload", a.quiet);
+        Workload::load(&a.workload)?
+    };
     if let Some(seed) = a.seed {
         w.seed = seed as u64;
     }
@@ -194,25 +197,10 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         .jobs
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let start = Instant::now();
-    let quiet = a.quiet;
-    let progress = move |f: f64| {
-        if quiet || start.elapsed().as_secs_f64() < 1.0 {
-            return;
-        }
-        let mut e = std::io::stderr().lock();
-        let _ = write!(
-            e,
-            "\rsimulating outcomes: {:>3.0}%  {:.1} s",
-            f * 100.0,
-            start.elapsed().as_secs_f64()
-        );
-        let _ = e.flush();
+    let o = {
+        let simulating = Phase::start("simulating outcomes", a.quiet);
+        Outcomes::simulate(&w, &algorithms, threads, &|f| simulating.set(f))
     };
-    let o = Outcomes::simulate(&w, &algorithms, threads, &progress);
-    if !quiet && start.elapsed().as_secs_f64() >= 1.0 {
-        eprintln!();
-    }
     let dests = w.destinations().len();
     println!(
         "{}: {} destinations over {} path types, {} connections each; {} algorithms x {} outcomes per network",
@@ -235,7 +223,10 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             Policy::kleinrock(&w.candidates, w.seed)
         };
         if let (Policy::Kleinrock(b), Some(path)) = (&mut policy, &a.table) {
-            match persist::load(b, path) {
+            let loading = Phase::start("loading the learned table", a.quiet);
+            let loaded = persist::load(b, path);
+            drop(loading);
+            match loaded {
                 Ok(true) => println!("loaded the learned table from {}", path.display()),
                 Ok(false) => {}
                 Err(e @ persist::LoadError::Unusable(_)) => eprintln!("warning: {e}"),
@@ -244,12 +235,26 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
                 }
             }
         }
-        let r = run_policy(&w, &o, &mut policy, &mut |_| {});
+        let r = {
+            let playing = Phase::start(&format!("playing {name}"), a.quiet);
+            run_policy(&w, &o, &mut policy, &mut |f| playing.set(f))
+        };
         if let (Policy::Kleinrock(b), Some(path)) = (&policy, &a.table) {
+            let _saving = Phase::start("saving the learned table", a.quiet);
             persist::save(b, path).map_err(|e| {
                 Failure(format!(
                     "cannot save the learned table to {}: {e}; choose another --table path",
                     path.display()
+                ))
+            })?;
+        }
+        let summary = table(&w, &o, &r);
+        if let Some(out) = &a.out {
+            let _writing = Phase::start(&format!("writing {name}'s results"), a.quiet);
+            write_report(out, &w, &o, &r, &summary).map_err(|e| {
+                Failure(format!(
+                    "cannot write to {}: {e}; choose another --out directory",
+                    out.display()
                 ))
             })?;
         }
@@ -258,15 +263,7 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             print!("{}", r.status);
             println!();
         }
-        print!("{}", table(&w, &o, &r));
-        if let Some(out) = &a.out {
-            write_report(out, &w, &o, &r).map_err(|e| {
-                Failure(format!(
-                    "cannot write to {}: {e}; choose another --out directory",
-                    out.display()
-                ))
-            })?;
-        }
+        print!("{summary}");
         reports.push(r);
     }
     if let [b, k] = &reports[..] {
@@ -350,15 +347,17 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// Writes a policy's connections and `summary` (its table) under `dir`.
 fn write_report(
     dir: &std::path::Path,
     w: &Workload,
     o: &Outcomes,
     r: &Report,
+    summary: &str,
 ) -> std::io::Result<()> {
     let dests = w.destinations();
-    let [connections, summary] = out_files(&r.policy);
-    let mut f = std::io::BufWriter::new(kleinrock_files::create(&dir.join(connections))?);
+    let [connections_csv, summary_txt] = out_files(&r.policy);
+    let mut f = std::io::BufWriter::new(kleinrock_files::create(&dir.join(connections_csv))?);
     writeln!(
         f,
         "destination,address,path,connection,changed,algorithm,goodput_bps,rtt_ms"
@@ -378,9 +377,9 @@ fn write_report(
         )?;
     }
     f.flush()?;
-    let mut s = std::io::BufWriter::new(kleinrock_files::create(&dir.join(summary))?);
+    let mut s = std::io::BufWriter::new(kleinrock_files::create(&dir.join(summary_txt))?);
     s.write_all(r.status.as_bytes())?;
     s.write_all(b"\n")?;
-    s.write_all(table(w, o, r).as_bytes())?;
+    s.write_all(summary.as_bytes())?;
     s.flush()
 }

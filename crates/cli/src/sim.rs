@@ -8,6 +8,7 @@ use kleinrock_report::{layout, plan};
 use kleinrock_sim::Results;
 
 use crate::outputs;
+use crate::progress::Phase;
 use crate::runner::{run_all, Job};
 use crate::Failure;
 
@@ -110,17 +111,29 @@ fn write(out: &Path, name: &str, r: &Results) -> Result<PathBuf, Failure> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
-    let jobs = jobs(&a)?;
+    let jobs = {
+        let _reading = Phase::start("reading scenarios", a.quiet);
+        jobs(&a)?
+    };
     check_outputs(&a, &jobs)?;
     let results = run_all(&jobs, a.jobs, a.quiet)?;
-    for (job, r) in jobs.iter().zip(results) {
+    // Written before any is printed, so the progress line does not cut
+    // through the summaries.
+    let mut dirs = Vec::new();
+    if let Some(out) = &a.out {
+        let writing = Phase::start("writing results", a.quiet);
+        for (i, (job, r)) in jobs.iter().zip(&results).enumerate() {
+            dirs.push(write(out, &job.name, r)?);
+            writing.set((i + 1) as f64 / jobs.len() as f64);
+        }
+    }
+    for (i, (job, r)) in jobs.iter().zip(results).enumerate() {
         println!(
             "== {} (seed {}, {:.1} s simulated)",
             job.name, r.seed, r.duration_s
         );
         print!("{}", r.summary());
-        if let Some(out) = &a.out {
-            let dir = write(out, &job.name, &r)?;
+        if let Some(dir) = dirs.get(i) {
             println!("results: {}", dir.display());
         }
     }
