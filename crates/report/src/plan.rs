@@ -216,13 +216,7 @@ impl Scenario {
         sweeps: &[Sweep],
         seeds: &[u64],
     ) -> Result<Plan, ScenarioError> {
-        let canonical = self.canonical(specs)?;
-        if let Some(s) = twice(seeds) {
-            return self.refuse(format!(
-                "seed {s} is listed twice; give each seed once (the runs would be identical)"
-            ));
-        }
-        self.check_sweeps(sweeps)?;
+        let canonical = check_runs(&self.path, specs, sweeps, seeds)?;
         let mut runs = Vec::new();
         // The first algorithm's configuration at each point, to tell what
         // each sweep changes.
@@ -280,32 +274,7 @@ impl Scenario {
     }
 
     fn refuse<T>(&self, why: String) -> Result<T, ScenarioError> {
-        Err(ScenarioError(format!("{}: {why}", self.path.display())))
-    }
-
-    /// The specs as `kleinrock algorithms` prints them, each once.
-    fn canonical(&self, specs: &[String]) -> Result<Vec<String>, ScenarioError> {
-        let mut canonical: Vec<String> = Vec::new();
-        for spec in specs {
-            match spec.parse::<Algorithm>() {
-                Ok(a) => {
-                    let c = a.spec();
-                    if let Some(i) = canonical.iter().position(|x| *x == c) {
-                        let same = if specs[i] == *spec {
-                            String::new()
-                        } else {
-                            format!(" (`{}` and `{spec}` are the same algorithm)", specs[i])
-                        };
-                        return self.refuse(format!(
-                            "`{c}` is compared twice{same}; give each algorithm once"
-                        ));
-                    }
-                    canonical.push(c);
-                }
-                Err(e) => return self.refuse(format!("cannot compare `{spec}`: {e}")),
-            }
-        }
-        Ok(canonical)
+        refuse(&self.path, why)
     }
 
     /// The configuration at one point of the grid, with every flow
@@ -316,40 +285,6 @@ impl Scenario {
             point.iter().map(|(k, v)| (k.as_str(), v)).collect();
         overrides.push(("cc", &cc));
         self.with(&overrides)
-    }
-
-    /// Sweeps that cannot be: of the algorithm, of one key twice, of a
-    /// value twice.
-    fn check_sweeps(&self, sweeps: &[Sweep]) -> Result<(), ScenarioError> {
-        let mut set: Vec<(String, &str)> = Vec::new();
-        for sw in sweeps {
-            let paths = override_paths(&sw.key);
-            if paths.iter().any(|p| p == "flow.cc") {
-                return self.refuse(format!(
-                    "a sweep of `{}` cannot vary the algorithm: every run takes its algorithm from --cc (or `cc` in [compare]); list the algorithms there",
-                    sw.key
-                ));
-            }
-            for path in paths {
-                if let Some((_, other)) = set.iter().find(|(p, _)| *p == path) {
-                    let what = if *other == sw.key {
-                        format!("`{}` is swept twice", sw.key)
-                    } else {
-                        format!("the sweeps of `{other}` and `{}` both set `{path}`", sw.key)
-                    };
-                    return self.refuse(format!("{what}; sweep each key once"));
-                }
-                set.push((path, &sw.key));
-            }
-            let labels: Vec<String> = sw.values.iter().map(value_label).collect();
-            if let Some(v) = twice(&labels) {
-                return self.refuse(format!(
-                    "the sweep of `{}` lists {v} twice; give each value once",
-                    sw.key
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// Whether sweep `k` changes the run: `first` holds the first
@@ -465,6 +400,95 @@ impl Scenario {
     }
 }
 
+/// A comparison's refusal, naming its scenario file.
+fn refuse<T>(path: &Path, why: String) -> Result<T, ScenarioError> {
+    Err(ScenarioError(format!("{}: {why}", path.display())))
+}
+
+/// What can be told of a comparison's runs before building them: each
+/// algorithm and seed listed once, sweeps that can be ([`check_sweeps`]).
+/// The specs as `kleinrock algorithms` prints them. `kleinrock sim` holds a
+/// scenario's `[compare]` table to it too.
+fn check_runs(
+    path: &Path,
+    specs: &[String],
+    sweeps: &[Sweep],
+    seeds: &[u64],
+) -> Result<Vec<String>, ScenarioError> {
+    let canonical = canonical(path, specs)?;
+    if let Some(s) = twice(seeds) {
+        return refuse(
+            path,
+            format!("seed {s} is listed twice; give each seed once (the runs would be the same)"),
+        );
+    }
+    check_sweeps(path, sweeps)?;
+    Ok(canonical)
+}
+
+/// The specs as `kleinrock algorithms` prints them, each once.
+fn canonical(path: &Path, specs: &[String]) -> Result<Vec<String>, ScenarioError> {
+    let mut canonical: Vec<String> = Vec::new();
+    for spec in specs {
+        match spec.parse::<Algorithm>() {
+            Ok(a) => {
+                let c = a.spec();
+                if let Some(i) = canonical.iter().position(|x| *x == c) {
+                    let same = if specs[i] == *spec {
+                        String::new()
+                    } else {
+                        format!(" (`{}` and `{spec}` are the same algorithm)", specs[i])
+                    };
+                    return refuse(
+                        path,
+                        format!("`{c}` is compared twice{same}; give each algorithm once"),
+                    );
+                }
+                canonical.push(c);
+            }
+            Err(e) => return refuse(path, format!("cannot compare `{spec}`: {e}")),
+        }
+    }
+    Ok(canonical)
+}
+
+/// Sweeps that cannot be: of the algorithm, of one key twice, of a
+/// value twice.
+fn check_sweeps(path: &Path, sweeps: &[Sweep]) -> Result<(), ScenarioError> {
+    let mut set: Vec<(String, &str)> = Vec::new();
+    for sw in sweeps {
+        let keys = override_paths(&sw.key);
+        if keys.iter().any(|p| p == "flow.cc") {
+            return refuse(path, format!(
+                "a sweep of `{}` cannot vary the algorithm: every run takes its algorithm from --cc (or `cc` in [compare]); list the algorithms there",
+                sw.key
+            ));
+        }
+        for key in keys {
+            if let Some((_, other)) = set.iter().find(|(k, _)| *k == key) {
+                let what = if *other == sw.key {
+                    format!("`{}` is swept twice", sw.key)
+                } else {
+                    format!("the sweeps of `{other}` and `{}` both set `{key}`", sw.key)
+                };
+                return refuse(path, format!("{what}; sweep each key once"));
+            }
+            set.push((key, &sw.key));
+        }
+        let labels: Vec<String> = sw.values.iter().map(value_label).collect();
+        if let Some(v) = twice(&labels) {
+            return refuse(
+                path,
+                format!(
+                    "the sweep of `{}` lists {v} twice; give each value once",
+                    sw.key
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A comparison's runs, and what the user should know about them.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -513,6 +537,7 @@ fn read(path: &Path) -> Result<(String, Config, Compare), ScenarioError> {
         None => Compare::default(),
         Some(c) => compare_table(&src, &c)?,
     };
+    check_runs(path, &compare.cc, &compare.sweeps, &compare.seeds)?;
     Ok((text, config, compare))
 }
 
@@ -688,6 +713,27 @@ rtt = "40ms"
             e.contains("line 16: `cc` in [compare]: unknown algorithm `cubik`"),
             "{e}"
         );
+        // What the table asks that cannot run is refused when the file is
+        // read, by `sim` (load_config) as by `compare`.
+        for (table, want) in [
+            ("seeds = [1, 2, 1]\n", "seed 1 is listed twice"),
+            ("cc = [\"reno\", \"newreno\"]\n", "`reno` is compared twice"),
+            (
+                "[[compare.sweep]]\nkey = \"cc\"\nvalues = [\"bbr\"]\n",
+                "a sweep of `cc` cannot vary the algorithm",
+            ),
+        ] {
+            let text = format!("{BASE}\n[compare]\n{table}");
+            let e = scenario(&text).unwrap_err().0;
+            assert!(e.contains(want), "{e}");
+            let path = std::env::temp_dir()
+                .join(format!("kleinrock-plan-{}-sim.toml", std::process::id()));
+            std::fs::write(&path, &text).unwrap();
+            assert_eq!(
+                load_config(&path).unwrap_err().0,
+                e.replace(&e[..e.find(": ").unwrap()], &path.display().to_string())
+            );
+        }
         let w = Sweep::parse("hz=100,1000").unwrap();
         assert_eq!(
             w.values,
