@@ -111,7 +111,7 @@ fn select_writes_out_only_where_it_is_its_own() {
     fs::write(out.join("notes.txt"), "mine").unwrap();
     let e = refused(&["select", w, "--quiet", "--out", out.to_str().unwrap()]);
     assert!(
-        e.contains("notes.txt is a regular file Kleinrock did not write")
+        e.contains("notes.txt is a regular file this command does not write")
             && e.contains("choose a new or empty --out directory"),
         "{e}"
     );
@@ -175,7 +175,7 @@ fn sim_checks_its_outputs_before_it_runs() {
     fs::write(out.join("long").join("notes.txt"), "mine").unwrap();
     let e = refused(&["sim", s, "--quiet", "--out", out.to_str().unwrap()]);
     assert!(
-        e.contains("long/notes.txt is a regular file Kleinrock did not write"),
+        e.contains("long/notes.txt is a regular file this command does not write"),
         "{e}"
     );
     // Two scenario files of one name under one --out; a seed twice.
@@ -293,7 +293,7 @@ fn compare_checks_its_report_directory_before_it_runs() {
         out.to_str().unwrap(),
     ]);
     assert!(
-        e.contains("thesis.tex is a regular file Kleinrock did not write")
+        e.contains("thesis.tex is a regular file this command does not write")
             && e.contains("choose a new or empty directory with --out"),
         "{e}"
     );
@@ -315,7 +315,7 @@ fn model_traces_only_into_a_directory_of_traces() {
         dir.to_str().unwrap(),
     ]);
     assert!(
-        e.contains("notes.txt is a regular file Kleinrock did not write"),
+        e.contains("notes.txt is a regular file this command does not write"),
         "{e}"
     );
     let fresh = dir.join("fresh");

@@ -249,11 +249,11 @@ pub fn check_dir(dir: &Path, ours: &Ours) -> io::Result<()> {
     Ok(())
 }
 
-/// `path` is not Kleinrock's.
+/// `path` is not among what the caller writes there.
 fn foreign(path: &Path, k: Kind) -> io::Error {
     refused(match k {
         Kind::File | Kind::Dir => format!(
-            "{} is {} Kleinrock did not write",
+            "{} is {} this command does not write",
             path.display(),
             k.describe()
         ),
@@ -342,7 +342,7 @@ mod tests {
         std::fs::write(out.join("notes.txt"), "mine").unwrap();
         let e = check_dir(&out, &ours).unwrap_err().to_string();
         assert!(
-            e.ends_with("notes.txt is a regular file Kleinrock did not write"),
+            e.ends_with("notes.txt is a regular file this command does not write"),
             "{e}"
         );
         std::fs::remove_file(out.join("notes.txt")).unwrap();

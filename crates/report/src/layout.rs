@@ -82,7 +82,7 @@ mod tests {
         std::fs::write(run.join("notes.txt"), "").unwrap();
         let e = claim_report_dir(&d).unwrap_err().to_string();
         assert!(
-            e.ends_with("runs/cubic_seed1/notes.txt is a regular file Kleinrock did not write"),
+            e.ends_with("runs/cubic_seed1/notes.txt is a regular file this command does not write"),
             "{e}"
         );
         std::fs::remove_file(run.join("notes.txt")).unwrap();
