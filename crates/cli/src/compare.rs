@@ -7,9 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use kleinrock_cc::Algorithm;
+use kleinrock_report::layout;
 use kleinrock_report::plan::{value_label, Scenario, Sweep};
+use kleinrock_report::run::Offered;
 use kleinrock_report::{Comparison, Run};
 
+use crate::outputs;
+use crate::progress::Phase;
 use crate::runner::{run_all, Job};
 use crate::Failure;
 
@@ -43,21 +47,8 @@ pub struct Args {
     quiet: bool,
 }
 
-/// Checks an output directory can be written before spending time on runs.
-fn writable(dir: &Path) -> Result<(), Failure> {
-    let probe = dir.join(".kleinrock-write-test");
-    std::fs::create_dir_all(dir)
-        .and_then(|_| std::fs::write(&probe, b""))
-        .and_then(|_| std::fs::remove_file(&probe))
-        .map_err(|e| {
-            Failure(format!(
-                "cannot write the report to {}: {e}; choose another directory with --out",
-                dir.display()
-            ))
-        })
-}
-
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
+    let planning = Phase::start("reading and planning", a.quiet);
     let scn = Scenario::load(&a.scenario)?;
     let defaults = &scn.compare;
     let specs: Vec<String> = if a.cc.is_empty() {
@@ -105,17 +96,38 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         .out
         .clone()
         .unwrap_or_else(|| Path::new("out").join("compare").join(&name));
-    writable(&out)?;
 
-    // Every run, checked before anything runs.
+    // Every run, checked before anything runs, and what they write.
+    let plan = scn.plan(&specs, &sweeps, &seeds)?;
+    let warnings = plan.warnings.clone();
     let mut jobs = Vec::new();
     let mut labels = Vec::new();
-    for run in scn.plan(&specs, &sweeps, &seeds)? {
+    for run in plan.runs {
+        let point: String = run.point.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+        labels.push((
+            run.spec.clone(),
+            run.point,
+            run.seed,
+            Offered::of(&run.config),
+        ));
         jobs.push(Job {
-            name: format!("{name} {} seed {}", run.spec, run.seed),
+            name: format!("{name} {}{point} seed {}", run.spec, run.seed),
             cfg: run.config,
         });
-        labels.push((run.spec, run.point, run.seed));
+    }
+    outputs::check_traces(
+        &jobs,
+        "compare runs the scenario once per algorithm, seed and swept value: trace one run with `kleinrock sim`, or remove `trace` from the scenario",
+    )?;
+    layout::claim_report_dir(&out).map_err(|e| {
+        Failure(format!(
+            "cannot write the report to {}: {e}; choose a new or empty directory with --out",
+            out.display()
+        ))
+    })?;
+    drop(planning);
+    for w in &warnings {
+        eprintln!("warning: {w}");
     }
     if !a.quiet {
         eprintln!(
@@ -133,11 +145,12 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     let runs: Vec<Run> = labels
         .into_iter()
         .zip(results)
-        .map(|((spec, point, seed), results)| Run {
+        .map(|((spec, point, seed, offered), results)| Run {
             spec,
             point,
             seed,
             results,
+            offered,
         })
         .collect();
     let cmp = Comparison {
@@ -158,7 +171,10 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             .unwrap_or_default(),
     };
     print!("{}", cmp.table());
-    let report = kleinrock_report::write_report(&cmp, &out).map_err(|e| {
+    let writing = Phase::start("writing the report", a.quiet);
+    let report = kleinrock_report::write_report(&cmp, &out, &mut |f| writing.set(f));
+    drop(writing);
+    let report = report.map_err(|e| {
         Failure(format!(
             "cannot write the report to {}: {e}; choose another directory with --out",
             out.display()

@@ -8,6 +8,8 @@ mod algorithms;
 mod compare;
 mod kernel;
 mod model;
+mod outputs;
+mod progress;
 mod replay;
 mod runner;
 mod select;

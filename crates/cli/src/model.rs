@@ -83,6 +83,61 @@ fn trace_name(spec: &str, hz: u32) -> String {
     format!("{clean}-hz{hz}.csv.gz")
 }
 
+/// Whether `name` is one [`trace_name`] gives.
+fn is_trace_name(name: &str) -> bool {
+    name.strip_suffix(".csv.gz")
+        .and_then(|n| n.rsplit_once("-hz"))
+        .is_some_and(|(spec, hz)| {
+            !spec.is_empty()
+                && spec.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !hz.is_empty()
+                && hz.chars().all(|c| c.is_ascii_digit())
+        })
+}
+
+/// Checks, before any run, that each run writes a trace of its own (a
+/// spec or HZ given twice, or two specs named alike, would write one file
+/// from two threads) into a directory that is new, empty or holds only
+/// traces `model` writes.
+fn check_trace_dir(dir: &Path, jobs: &[(Algorithm, u32)]) -> Result<(), Failure> {
+    let names: Vec<(String, String)> = jobs
+        .iter()
+        .map(|(cc, hz)| {
+            (
+                trace_name(&cc.spec(), *hz),
+                format!("{} at HZ {hz}", cc.spec()),
+            )
+        })
+        .collect();
+    for (i, (name, run)) in names.iter().enumerate() {
+        if let Some((_, other)) = names[..i].iter().find(|(n, _)| n == name) {
+            let what = if other == run {
+                format!("{run} is asked for twice")
+            } else {
+                format!("{other} and {run} are both traced as {name}")
+            };
+            return Err(Failure(format!(
+                "{what}; give each spec and HZ once with --trace-dir"
+            )));
+        }
+    }
+    let ours = |e: &kleinrock_files::Entry| {
+        Ok(e.kind == kleinrock_files::Kind::File && e.name.is_some_and(is_trace_name))
+    };
+    kleinrock_files::check_dir(dir, &ours).map_err(|e| {
+        Failure(format!(
+            "cannot write traces to {}: {e}; choose a new or empty --trace-dir",
+            dir.display()
+        ))
+    })?;
+    kleinrock_files::claim_dir(dir, &ours).map_err(|e| {
+        Failure(format!(
+            "cannot create trace directory {}: {e}; choose a writable --trace-dir",
+            dir.display()
+        ))
+    })
+}
+
 fn run_one(
     cc: Algorithm,
     path: NetPath,
@@ -133,18 +188,13 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         seed: a.seed,
     };
     let micros = (a.seconds * 1e6) as u64;
-    if let Some(dir) = &a.trace_dir {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Failure(format!(
-                "cannot create trace directory {}: {e}; choose a writable --trace-dir",
-                dir.display()
-            ))
-        })?;
-    }
     let jobs: Vec<(Algorithm, u32)> =
         a.cc.iter()
             .flat_map(|cc| a.hz.iter().map(move |&hz| (cc.clone(), hz)))
             .collect();
+    if let Some(dir) = &a.trace_dir {
+        check_trace_dir(dir, &jobs)?;
+    }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut results: Vec<Option<Result<Run, String>>> = (0..jobs.len()).map(|_| None).collect();
     for chunk in jobs.iter().enumerate().collect::<Vec<_>>().chunks(threads) {

@@ -1,13 +1,12 @@
-//! Runs simulations on N cores with one progress bar: the shared engine of
-//! `kleinrock sim` and `kleinrock compare`.
+//! Runs simulations on N cores with one progress line: the shared engine
+//! of `kleinrock sim` and `kleinrock compare`.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
 
 use kleinrock_sim::{Config, Results, Sim};
 
+use crate::progress::Phase;
 use crate::Failure;
 
 /// One simulation to run, named for messages.
@@ -17,13 +16,17 @@ pub struct Job {
 }
 
 /// Runs every job, `threads` at a time (default: one per core), and returns
-/// their results in order. The progress bar (simulated seconds done of the
+/// their results in order. The progress line (simulated seconds done of the
 /// total) appears once the runs have taken a second, unless `quiet`.
 pub fn run_all(jobs: &[Job], threads: Option<u32>, quiet: bool) -> Result<Vec<Results>, Failure> {
     let total_sim_ns: u64 = jobs.iter().map(|j| j.cfg.duration).sum();
+    let total_s = total_sim_ns as f64 / 1e9;
+    let phase = Phase::counting(
+        "simulating",
+        quiet,
+        Some(Box::new(move |f| format!("{:.1} s simulated", f * total_s))),
+    );
     let done_ns = AtomicU64::new(0);
-    let start = Instant::now();
-    let shown = Mutex::new(false);
     let threads = if jobs.len() <= 1 {
         1
     } else {
@@ -37,24 +40,7 @@ pub fn run_all(jobs: &[Job], threads: Option<u32>, quiet: bool) -> Result<Vec<Re
         Mutex::new((0..jobs.len()).map(|_| None).collect());
     let progress = |delta: u64| {
         let d = done_ns.fetch_add(delta, Ordering::Relaxed) + delta;
-        if quiet || start.elapsed().as_secs_f64() < 1.0 {
-            return;
-        }
-        let frac = d as f64 / total_sim_ns.max(1) as f64;
-        let width = 30;
-        let filled = ((frac * width as f64) as usize).min(width);
-        let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r[{}{}] {:>3.0}%  {:.1} s simulated, {:.1} s elapsed",
-            "=".repeat(filled),
-            " ".repeat(width - filled),
-            frac * 100.0,
-            d as f64 / 1e9,
-            start.elapsed().as_secs_f64()
-        );
-        let _ = err.flush();
-        *shown.lock().unwrap() = true;
+        phase.set(d as f64 / total_sim_ns.max(1) as f64);
     };
     let worker = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed) as usize;
@@ -71,7 +57,23 @@ pub fn run_all(jobs: &[Job], threads: Option<u32>, quiet: bool) -> Result<Vec<Re
                     last = frac;
                 })
             })
-            .map_err(|e| format!("{}: cannot write a hook trace: {e}", jobs[i].name));
+            .map_err(|e| {
+                let traces: Vec<String> = jobs[i]
+                    .cfg
+                    .flows
+                    .iter()
+                    .filter_map(|f| f.trace.as_ref().map(|t| t.display().to_string()))
+                    .collect();
+                format!(
+                    "{}: cannot write the hook trace {}: {e}",
+                    jobs[i].name,
+                    if traces.len() == 1 {
+                        traces[0].clone()
+                    } else {
+                        format!("(one of {})", traces.join(", "))
+                    }
+                )
+            });
         progress(((1.0 - last) * dur as f64) as u64);
         results.lock().unwrap()[i] = Some(r);
     };
@@ -84,9 +86,7 @@ pub fn run_all(jobs: &[Job], threads: Option<u32>, quiet: bool) -> Result<Vec<Re
             }
         });
     }
-    if *shown.lock().unwrap() {
-        eprintln!();
-    }
+    drop(phase);
     results
         .into_inner()
         .unwrap()

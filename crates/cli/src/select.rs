@@ -5,12 +5,12 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use kleinrock_fleet::replay::expectations;
 use kleinrock_fleet::{run_policy, Outcomes, Policy, Report, Workload};
 use kleinrock_select::persist;
 
+use crate::progress::Phase;
 use crate::Failure;
 
 #[derive(clap::Args)]
@@ -31,7 +31,8 @@ pub struct Args {
     status: bool,
     /// Kleinrock's learned table: loaded before the run if the file exists
     /// (a corrupt or truncated one is reported and ignored), saved after it
-    /// (atomically).
+    /// (atomically). Only a table is replaced: any other file, a device, a
+    /// pipe or a link is refused before the run.
     #[arg(long)]
     table: Option<PathBuf>,
     /// Print what the oracle knows: every algorithm's expected goodput,
@@ -98,21 +99,23 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
         "path", "dests", "phase", "oracle", "goodput", "cubic alone", "best", "converged"
     );
     let dests = w.destinations();
+    // Each path's phases and connections, before and after a change, in
+    // one pass (a pass per path was quadratic with many path types).
+    let mut phases_of = vec![[Vec::new(), Vec::new()]; w.paths.len()];
+    for x in &r.phases {
+        phases_of[dests[x.dest].0][x.changed as usize].push(x);
+    }
+    let mut conns_of = vec![[Vec::new(), Vec::new()]; w.paths.len()];
+    for x in &r.played {
+        conns_of[o.networks[x.network].0][x.changed as usize].push(x);
+    }
     for (pi, p) in w.paths.iter().enumerate() {
         for changed in [false, true] {
-            let phases: Vec<_> = r
-                .phases
-                .iter()
-                .filter(|x| x.changed == changed && dests[x.dest].0 == pi)
-                .collect();
+            let phases = &phases_of[pi][changed as usize];
             if phases.is_empty() {
                 continue;
             }
-            let conns: Vec<_> = r
-                .played
-                .iter()
-                .filter(|x| o.networks[x.network].0 == pi && x.changed == changed)
-                .collect();
+            let conns = &conns_of[pi][changed as usize];
             let n = conns.len().max(1) as f64;
             let goodput = conns.iter().map(|x| x.goodput_bps).sum::<f64>() / n;
             // What cubic would have had on the same connections.
@@ -123,7 +126,7 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
                 / n;
             // The oracle of each size class met, most frequent first.
             let mut oracles: Vec<(usize, &str)> = Vec::new();
-            for x in &conns {
+            for x in conns {
                 let name = o.algorithms[exp[x.network].oracle].as_str();
                 match oracles.iter_mut().find(|(_, o)| *o == name) {
                     Some(e) => e.0 += 1,
@@ -174,7 +177,10 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
-    let mut w = Workload::load(&a.workload)?;
+    let mut w = {
+        let _reading = Phase::start("reading the workload", a.quiet);
+        Workload::load(&a.workload)?
+    };
     if let Some(seed) = a.seed {
         w.seed = seed as u64;
     }
@@ -185,38 +191,16 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             )));
         }
     }
-    if let Some(out) = &a.out {
-        std::fs::create_dir_all(out).map_err(|e| {
-            Failure(format!(
-                "cannot write to {}: {e}; choose another --out directory",
-                out.display()
-            ))
-        })?;
-    }
+    check_outputs(&a)?;
     let algorithms = w.algorithms();
     let threads = a
         .jobs
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let start = Instant::now();
-    let quiet = a.quiet;
-    let progress = move |f: f64| {
-        if quiet || start.elapsed().as_secs_f64() < 1.0 {
-            return;
-        }
-        let mut e = std::io::stderr().lock();
-        let _ = write!(
-            e,
-            "\rsimulating outcomes: {:>3.0}%  {:.1} s",
-            f * 100.0,
-            start.elapsed().as_secs_f64()
-        );
-        let _ = e.flush();
+    let o = {
+        let simulating = Phase::start("simulating outcomes", a.quiet);
+        Outcomes::simulate(&w, &algorithms, threads, &|f| simulating.set(f))
     };
-    let o = Outcomes::simulate(&w, &algorithms, threads, &progress);
-    if !quiet && start.elapsed().as_secs_f64() >= 1.0 {
-        eprintln!();
-    }
     let dests = w.destinations().len();
     println!(
         "{}: {} destinations over {} path types, {} connections each; {} algorithms x {} outcomes per network",
@@ -239,18 +223,38 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             Policy::kleinrock(&w.candidates, w.seed)
         };
         if let (Policy::Kleinrock(b), Some(path)) = (&mut policy, &a.table) {
-            match persist::load(b, path) {
+            let loading = Phase::start("loading the learned table", a.quiet);
+            let loaded = persist::load(b, path);
+            drop(loading);
+            match loaded {
                 Ok(true) => println!("loaded the learned table from {}", path.display()),
                 Ok(false) => {}
-                Err(e) => eprintln!("warning: {e}"),
+                Err(e @ persist::LoadError::Unusable(_)) => eprintln!("warning: {e}"),
+                Err(e @ persist::LoadError::Refused(_)) => {
+                    return Err(Failure(format!("{e}; choose another --table path")))
+                }
             }
         }
-        let r = run_policy(&w, &o, &mut policy);
+        let r = {
+            let playing = Phase::start(&format!("playing {name}"), a.quiet);
+            run_policy(&w, &o, &mut policy, &mut |f| playing.set(f))
+        };
         if let (Policy::Kleinrock(b), Some(path)) = (&policy, &a.table) {
+            let _saving = Phase::start("saving the learned table", a.quiet);
             persist::save(b, path).map_err(|e| {
                 Failure(format!(
                     "cannot save the learned table to {}: {e}; choose another --table path",
                     path.display()
+                ))
+            })?;
+        }
+        let summary = table(&w, &o, &r);
+        if let Some(out) = &a.out {
+            let _writing = Phase::start(&format!("writing {name}'s results"), a.quiet);
+            write_report(out, &w, &o, &r, &summary).map_err(|e| {
+                Failure(format!(
+                    "cannot write to {}: {e}; choose another --out directory",
+                    out.display()
                 ))
             })?;
         }
@@ -259,15 +263,7 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             print!("{}", r.status);
             println!();
         }
-        print!("{}", table(&w, &o, &r));
-        if let Some(out) = &a.out {
-            write_report(out, &w, &o, &r).map_err(|e| {
-                Failure(format!(
-                    "cannot write to {}: {e}; choose another --out directory",
-                    out.display()
-                ))
-            })?;
-        }
+        print!("{summary}");
         reports.push(r);
     }
     if let [b, k] = &reports[..] {
@@ -286,6 +282,62 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The files `--out` gets, per policy.
+fn out_files(policy: &str) -> [String; 2] {
+    [
+        format!("{policy}-connections.csv"),
+        format!("{policy}-summary.txt"),
+    ]
+}
+
+/// What `select` writes, checked before anything runs: the table only over
+/// nothing or a table, and never over the workload or an output; `--out` a
+/// directory that is new, empty or holds only what `select` writes there
+/// (and tables, which `--table` is often pointed beside).
+fn check_outputs(a: &Args) -> Result<(), Failure> {
+    let names: Vec<String> = ["bpftune", "kleinrock"]
+        .iter()
+        .flat_map(|p| out_files(p))
+        .collect();
+    if let Some(table) = &a.table {
+        let refuse = |why: String| {
+            Failure(format!(
+                "cannot save the learned table to {}: {why}; choose another --table path",
+                table.display()
+            ))
+        };
+        if kleinrock_files::same_file(table, &a.workload) {
+            return Err(refuse("it is the workload file".into()));
+        }
+        let name = table.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let parent = table.parent().filter(|p| !p.as_os_str().is_empty());
+        let dir = parent.unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() {
+            return Err(refuse(format!("{} is not a directory", dir.display())));
+        }
+        if let Some(out) = &a.out {
+            if names.iter().any(|n| n == name) && kleinrock_files::same_file(dir, out) {
+                return Err(refuse(format!("--out writes {name} there")));
+            }
+        }
+        persist::check_target(table).map_err(|e| refuse(e.to_string()))?;
+    }
+    if let Some(out) = &a.out {
+        let ours = |e: &kleinrock_files::Entry| {
+            Ok(e.kind == kleinrock_files::Kind::File
+                && (e.name.is_some_and(|n| names.iter().any(|m| m == n))
+                    || persist::check_target(e.path).is_ok()))
+        };
+        kleinrock_files::claim_dir(out, &ours).map_err(|e| {
+            Failure(format!(
+                "cannot write to {}: {e}; choose a new or empty --out directory",
+                out.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// A CSV field, quoted when it must be (RFC 4180).
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -295,16 +347,17 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// Writes a policy's connections and `summary` (its table) under `dir`.
 fn write_report(
     dir: &std::path::Path,
     w: &Workload,
     o: &Outcomes,
     r: &Report,
+    summary: &str,
 ) -> std::io::Result<()> {
     let dests = w.destinations();
-    let mut f = std::io::BufWriter::new(std::fs::File::create(
-        dir.join(format!("{}-connections.csv", r.policy)),
-    )?);
+    let [connections_csv, summary_txt] = out_files(&r.policy);
+    let mut f = std::io::BufWriter::new(kleinrock_files::create(&dir.join(connections_csv))?);
     writeln!(
         f,
         "destination,address,path,connection,changed,algorithm,goodput_bps,rtt_ms"
@@ -324,11 +377,9 @@ fn write_report(
         )?;
     }
     f.flush()?;
-    let mut s = std::io::BufWriter::new(std::fs::File::create(
-        dir.join(format!("{}-summary.txt", r.policy)),
-    )?);
+    let mut s = std::io::BufWriter::new(kleinrock_files::create(&dir.join(summary_txt))?);
     s.write_all(r.status.as_bytes())?;
     s.write_all(b"\n")?;
-    s.write_all(table(w, o, r).as_bytes())?;
+    s.write_all(summary.as_bytes())?;
     s.flush()
 }

@@ -4,9 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use kleinrock_report::plan;
+use kleinrock_report::{layout, plan};
 use kleinrock_sim::Results;
 
+use crate::outputs;
+use crate::progress::Phase;
 use crate::runner::{run_all, Job};
 use crate::Failure;
 
@@ -15,8 +17,9 @@ pub struct Args {
     /// Scenario files (TOML, see docs/SCENARIOS.md).
     #[arg(required = true)]
     scenarios: Vec<PathBuf>,
-    /// Write each run's results.json, flows.csv, queues.csv and
-    /// summary.csv under this directory.
+    /// Write each run's results.json, flows.csv, queues.csv, pings.csv and
+    /// summary.csv in a directory of its own under this one, which must be
+    /// new, empty or hold only such run directories.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Run each scenario with each of these seeds (comma-separated),
@@ -32,7 +35,14 @@ pub struct Args {
 }
 
 fn jobs(a: &Args) -> Result<Vec<Job>, Failure> {
+    if let Some(s) = plan::twice(&a.seeds) {
+        return Err(Failure(format!(
+            "--seeds lists {s} twice; give each seed once (the runs would be the same, written to one place)"
+        )));
+    }
     let mut out = Vec::new();
+    // Which scenario file each run comes from, for a clash of names.
+    let mut from: Vec<&Path> = Vec::new();
     for path in &a.scenarios {
         // The whole file is checked, its `[compare]` table too (only
         // `kleinrock compare` reads it): a mistake there is one still.
@@ -42,6 +52,7 @@ fn jobs(a: &Args) -> Result<Vec<Job>, Failure> {
             .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
         if a.seeds.is_empty() {
             out.push(Job { name: stem, cfg });
+            from.push(path);
         } else {
             for &seed in &a.seeds {
                 let mut c = cfg.clone();
@@ -50,10 +61,42 @@ fn jobs(a: &Args) -> Result<Vec<Job>, Failure> {
                     name: format!("{stem}-seed{seed}"),
                     cfg: c,
                 });
+                from.push(path);
+            }
+        }
+    }
+    if let Some(dir) = &a.out {
+        for (i, j) in out.iter().enumerate() {
+            if let Some(k) = out[..i].iter().position(|o| o.name == j.name) {
+                return Err(Failure(format!(
+                    "{} and {} would both write {}; give the scenario files different names, or run them with different --out directories",
+                    from[k].display(),
+                    from[i].display(),
+                    dir.join(&j.name).display()
+                )));
             }
         }
     }
     Ok(out)
+}
+
+/// What the runs write, checked before they start: hook traces, and
+/// `--out`, a directory that is new, empty, or holds only run directories
+/// (each only the files of a run's results).
+fn check_outputs(a: &Args, jobs: &[Job]) -> Result<(), Failure> {
+    outputs::check_traces(
+        jobs,
+        "trace one run at a time (one scenario file, one seed)",
+    )?;
+    if let Some(out) = &a.out {
+        kleinrock_files::claim_dir(out, &layout::is_run_dir).map_err(|e| {
+            Failure(format!(
+                "cannot write results to {}: {e}; choose a new or empty --out directory",
+                out.display()
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 fn write(out: &Path, name: &str, r: &Results) -> Result<PathBuf, Failure> {
@@ -68,16 +111,29 @@ fn write(out: &Path, name: &str, r: &Results) -> Result<PathBuf, Failure> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
-    let jobs = jobs(&a)?;
+    let jobs = {
+        let _reading = Phase::start("reading scenarios", a.quiet);
+        jobs(&a)?
+    };
+    check_outputs(&a, &jobs)?;
     let results = run_all(&jobs, a.jobs, a.quiet)?;
-    for (job, r) in jobs.iter().zip(results) {
+    // Written before any is printed, so the progress line does not cut
+    // through the summaries.
+    let mut dirs = Vec::new();
+    if let Some(out) = &a.out {
+        let writing = Phase::start("writing results", a.quiet);
+        for (i, (job, r)) in jobs.iter().zip(&results).enumerate() {
+            dirs.push(write(out, &job.name, r)?);
+            writing.set((i + 1) as f64 / jobs.len() as f64);
+        }
+    }
+    for (i, (job, r)) in jobs.iter().zip(results).enumerate() {
         println!(
             "== {} (seed {}, {:.1} s simulated)",
             job.name, r.seed, r.duration_s
         );
         print!("{}", r.summary());
-        if let Some(out) = &a.out {
-            let dir = write(out, &job.name, &r)?;
+        if let Some(dir) = dirs.get(i) {
             println!("results: {}", dir.display());
         }
     }

@@ -301,3 +301,88 @@ fn compare_works_on_every_shipped_scenario() {
     }
     assert!(n >= 15, "{n} scenarios");
 }
+
+#[test]
+fn compare_refuses_runs_that_cannot_differ_and_warns_of_a_partial_sweep() {
+    let dir = tmpdir("no-effect");
+    let s = scenario(&dir);
+    let s = s.to_str().unwrap();
+    let out = dir.join("o");
+    let out = out.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["compare", s, "--sweep", "seed=1,2", "--out", out],
+            "the sweep of `seed` changes nothing: each run's seed is one of --seeds",
+        ),
+        (
+            vec![
+                "compare",
+                s,
+                "--cc",
+                "cubic",
+                "--sweep",
+                "cc=cubic,nosuch",
+                "--out",
+                out,
+            ],
+            "a sweep of `cc` cannot vary the algorithm",
+        ),
+        (
+            vec![
+                "compare", s, "--sweep", "loss=1%", "--sweep", "loss=2%", "--out", out,
+            ],
+            "`loss` is swept twice",
+        ),
+        (
+            vec!["compare", s, "--cc", "cubic,cdg,cubic", "--out", out],
+            "`cubic` is compared twice",
+        ),
+        (
+            vec!["compare", s, "--seeds", "1,1", "--out", out],
+            "seed 1 is listed twice",
+        ),
+        (
+            vec!["compare", s, "--sweep", "loss=1%,1%", "--out", out],
+            "the sweep of `loss` lists 1% twice",
+        ),
+    ] {
+        let o = kleinrock(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(want),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    }
+    assert!(
+        !Path::new(out).exists(),
+        "nothing written for a refused run"
+    );
+    // [link.up] loss wins over the swept [link] loss upstream: said.
+    let up = dir.join("up.toml");
+    fs::write(
+        &up,
+        SCENARIO
+            .replace("duration = \"12s\"", "duration = \"1s\"")
+            .replace("queue = 84\n", "queue = 84\n[link.up]\nloss = \"1%\"\n"),
+    )
+    .unwrap();
+    let o = kleinrock(&[
+        "compare",
+        up.to_str().unwrap(),
+        "--cc",
+        "cubic",
+        "--sweep",
+        "loss=0%,2%",
+        "--out",
+        out,
+        "--quiet",
+    ]);
+    let (_, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(
+        stderr,
+        "warning: the sweep of `loss` changes one direction only: [link.up] sets `loss` itself, which wins over [link], so only [link.down] varies; sweep link.up.loss to vary the up direction\n"
+    );
+}

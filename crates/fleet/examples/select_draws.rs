@@ -35,9 +35,14 @@ fn main() -> ExitCode {
         };
         w.seed = seed;
         let o = Outcomes::simulate(&w, &w.algorithms(), threads, &|_| {});
-        let b = run_policy(&w, &o, &mut Policy::bpftune(w.seed));
+        let b = run_policy(&w, &o, &mut Policy::bpftune(w.seed), &mut |_| {});
         for draws in [seed, 11, 12, 13, 14] {
-            let k = run_policy(&w, &o, &mut Policy::kleinrock(&w.candidates, draws));
+            let k = run_policy(
+                &w,
+                &o,
+                &mut Policy::kleinrock(&w.candidates, draws),
+                &mut |_| {},
+            );
             let (_, converged) = k.convergence(false);
             let (_, recovered) = k.convergence(true);
             let share = k.phases.iter().map(|p| p.share_best).fold(1.0, f64::min);

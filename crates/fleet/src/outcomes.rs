@@ -119,6 +119,10 @@ pub struct Outcomes {
     table: HashMap<(usize, usize, u32), Outcome>,
     /// The networks, by (path, changed, size class).
     pub networks: Vec<(usize, bool, usize)>,
+    /// Each network's index in `networks`, looked up at every connection's
+    /// start (a search of the list made a fleet of many path types
+    /// quadratic).
+    index: HashMap<(usize, bool, usize), usize>,
 }
 
 impl Outcomes {
@@ -172,18 +176,17 @@ impl Outcomes {
                 s.spawn(work);
             }
         });
+        let networks: Vec<(usize, bool, usize)> = nets.iter().map(|n| n.0).collect();
         Outcomes {
             algorithms: algorithms.to_vec(),
             table: out.into_inner().unwrap(),
-            networks: nets.iter().map(|n| n.0).collect(),
+            index: networks.iter().enumerate().map(|(i, &n)| (n, i)).collect(),
+            networks,
         }
     }
 
     pub fn network_index(&self, path: usize, changed: bool, class: usize) -> usize {
-        self.networks
-            .iter()
-            .position(|&n| n == (path, changed, class))
-            .expect("simulated network")
+        self.index[&(path, changed, class)]
     }
 
     pub fn algorithm_index(&self, spec: &str) -> Option<usize> {

@@ -20,7 +20,7 @@
 //! its cost count as "best". Regret sums, over connections, what the
 //! chosen algorithm's expectation lacks against the oracle's.
 
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::net::IpAddr;
 
 use kleinrock_cc::rand::SplitMix64;
@@ -67,6 +67,15 @@ impl Policy {
         }
     }
 
+    /// Open connections the policy's choices looked at (Kleinrock's
+    /// only: bpftune keeps none).
+    pub fn looked_at(&self) -> u64 {
+        match self {
+            Policy::Bpftune(_) => 0,
+            Policy::Kleinrock(b) => b.looked_at(),
+        }
+    }
+
     /// Path changes the policy detected (Kleinrock's only).
     pub fn changes_detected(&self) -> u64 {
         match self {
@@ -108,6 +117,12 @@ pub const CONVERGED_SHARE: f64 = 0.8;
 /// The expectations of every network, the oracle knowing which algorithms
 /// each path cannot set.
 pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
+    expectations_and_work(w, o).0
+}
+
+/// [`expectations`], and the networks it looked at to find each path's
+/// oracle (for [`Report::work`]).
+fn expectations_and_work(w: &Workload, o: &Outcomes) -> (Vec<Expectation>, u64) {
     let seeds = o.seeds().max(1);
     let mut exp: Vec<Expectation> = o
         .networks
@@ -157,17 +172,23 @@ pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
         })
         .collect();
     // The oracle knows the best fixed algorithm per path, not per
-    // connection size: the cheapest settable one over the size mix.
+    // connection size: the cheapest settable one over the size mix. The
+    // networks of one path and phase, each size class's, are grouped once.
     let total: f64 = w.sizes.iter().map(|z| z.weight).sum();
+    let k = o.algorithms.len();
+    let mut phases: HashMap<(usize, bool), Vec<usize>> = HashMap::new();
+    for (n, &(p, c, _)) in o.networks.iter().enumerate() {
+        phases.entry((p, c)).or_default().push(n);
+    }
+    let mut work = 0;
     for n in 0..exp.len() {
         let (path, changed, _) = o.networks[n];
-        let k = o.algorithms.len();
         let mut path_cost = vec![0.0; k];
-        for (m, &(p, c, class)) in o.networks.iter().enumerate() {
-            if (p, c) == (path, changed) {
-                for (a, pc) in path_cost.iter_mut().enumerate() {
-                    *pc += exp[m].cost[a] * w.sizes[class].weight / total;
-                }
+        for &m in &phases[&(path, changed)] {
+            work += 1;
+            let class = o.networks[m].2;
+            for (a, pc) in path_cost.iter_mut().enumerate() {
+                *pc += exp[m].cost[a] * w.sizes[class].weight / total;
             }
         }
         let unavailable = &w.paths[path].unavailable;
@@ -185,7 +206,7 @@ pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
             .map(|a| settable[a] && path_cost[a] <= path_cost[oracle] + BEST_MARGIN)
             .collect();
     }
-    exp
+    (exp, work)
 }
 
 /// One connection as played.
@@ -239,6 +260,11 @@ pub struct Report {
     pub status: String,
     /// Path changes the policy detected (and so relearned).
     pub changes_detected: u64,
+    /// Records the replay looked at: networks to find the oracles, events
+    /// handled, connections grouped into phases, and the open connections
+    /// the policy's choices looked at. Linear in the connections played; a
+    /// test holds it so.
+    pub work: u64,
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -269,10 +295,16 @@ struct Live {
     switched: bool,
 }
 
-/// Plays the workload's connections against `policy`.
-pub fn run_policy(w: &Workload, o: &Outcomes, policy: &mut Policy) -> Report {
+/// Plays the workload's connections against `policy`; `progress` is told
+/// the fraction of connections played, now and then.
+pub fn run_policy(
+    w: &Workload,
+    o: &Outcomes,
+    policy: &mut Policy,
+    progress: &mut dyn FnMut(f64),
+) -> Report {
     let dests = w.destinations();
-    let exp = expectations(w, o);
+    let (exp, mut work) = expectations_and_work(w, o);
     let cubic = o.algorithm_index("cubic").expect("cubic simulated");
     let cands = policy.candidates();
     let cand_index: Vec<usize> = cands
@@ -304,24 +336,36 @@ pub fn run_policy(w: &Workload, o: &Outcomes, policy: &mut Policy) -> Report {
             conns.push((t, d, i, class));
         }
     }
-    let mut heap = BinaryHeap::new();
-    for (c, &(t, _, _, _)) in conns.iter().enumerate() {
-        heap.push(Ev {
-            at: std::cmp::Reverse(t),
-            kind: std::cmp::Reverse(Kind::Start),
-            conn: std::cmp::Reverse(c),
-        });
-    }
+    // Each destination's first start; each start queues the destination's
+    // next (its arrivals are in time order), so the queue holds what is
+    // live rather than every connection of the fleet. Events pop in the
+    // same order: a start is queued before any event that could follow it.
+    let start = |c: usize| Ev {
+        at: std::cmp::Reverse(conns[c].0),
+        kind: std::cmp::Reverse(Kind::Start),
+        conn: std::cmp::Reverse(c),
+    };
+    let mut heap: BinaryHeap<Ev> = (0..conns.len())
+        .filter(|&c| conns[c].2 == 0)
+        .map(start)
+        .collect();
     let mut live: Vec<Option<Live>> = (0..conns.len()).map(|_| None).collect();
     let mut played = Vec::with_capacity(conns.len());
     let mut rng = SplitMix64::new(w.seed ^ 0x5eed);
 
     while let Some(ev) = heap.pop() {
+        work += 1;
+        if work % 4096 == 0 {
+            progress(played.len() as f64 / conns.len().max(1) as f64);
+        }
         let c = ev.conn.0;
         let t = ev.at.0;
         match ev.kind.0 {
             Kind::Start => {
                 let (_, d, i, class) = conns[c];
+                if c + 1 < conns.len() && conns[c + 1].1 == d {
+                    heap.push(start(c + 1));
+                }
                 let (path_i, addr) = dests[d];
                 let path = &w.paths[path_i];
                 let changed = path.after.as_ref().is_some_and(|(after, _)| i >= *after);
@@ -433,6 +477,7 @@ pub fn run_policy(w: &Workload, o: &Outcomes, policy: &mut Policy) -> Report {
         own_regret_cost: 0.0,
         status: policy.status(),
         changes_detected: policy.changes_detected(),
+        work,
     };
     // The best of the policy's own candidates on each network, where the
     // host can set it.
@@ -461,25 +506,32 @@ pub fn run_policy(w: &Workload, o: &Outcomes, policy: &mut Policy) -> Report {
         report.regret_rtt_ms += e.rtt_ms[p.alg] - e.rtt_ms[e.oracle];
         report.regret_cost += e.cost[p.alg] - e.cost[e.oracle];
     }
+    // `played` is in destination order: each destination's connections are
+    // one run of it (looking them up per destination was quadratic).
+    let mut at = 0;
     for (d, &(path_i, address)) in dests.iter().enumerate() {
+        let first = at;
+        while at < played.len() && played[at].dest == d {
+            at += 1;
+        }
+        let of_dest = &played[first..at];
         for changed in [false, true] {
-            let mine: Vec<&Played> = played
-                .iter()
-                .filter(|p| p.dest == d && p.changed == changed)
-                .collect();
+            report.work += of_dest.len() as u64;
+            let mine: Vec<&Played> = of_dest.iter().filter(|p| p.changed == changed).collect();
             if mine.is_empty() {
                 continue;
             }
             let e = &exp[mine[0].network];
             let good: Vec<bool> = mine.iter().map(|p| e.best[p.alg]).collect();
-            let convergence = (0..good.len()).find(|&c| {
-                let rest = &good[c..];
-                rest.iter().filter(|&&b| b).count() as f64 >= CONVERGED_SHARE * rest.len() as f64
-            });
-            let share_best = convergence.map_or(0.0, |c| {
-                let rest = &good[c..];
-                rest.iter().filter(|&&b| b).count() as f64 / rest.len() as f64
-            });
+            // Best choices from each connection on, counted from the end.
+            let mut best_from = vec![0usize; good.len() + 1];
+            for c in (0..good.len()).rev() {
+                best_from[c] = best_from[c + 1] + good[c] as usize;
+            }
+            let convergence = (0..good.len())
+                .find(|&c| best_from[c] as f64 >= CONVERGED_SHARE * (good.len() - c) as f64);
+            let share_best =
+                convergence.map_or(0.0, |c| best_from[c] as f64 / (good.len() - c) as f64);
             report.phases.push(Phase {
                 dest: d,
                 address,
@@ -493,6 +545,8 @@ pub fn run_policy(w: &Workload, o: &Outcomes, policy: &mut Policy) -> Report {
         }
     }
     report.played = played;
+    report.work += policy.looked_at();
+    progress(1.0);
     report
 }
 

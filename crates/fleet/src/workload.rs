@@ -352,6 +352,7 @@ impl Workload {
                 after,
             });
         }
+        check_addresses(&src, &f.path, &paths)?;
         Ok(Workload {
             name: f.name.clone().unwrap_or_else(|| file.to_string()),
             seed,
@@ -407,6 +408,81 @@ impl Workload {
         }
         out
     }
+}
+
+/// A path type's destinations as the selector keys them (IPv4 mapped into
+/// IPv6, as [`kleinrock_select::peer`] does): the first and the last, or
+/// `None` if counting up from the first runs past the family's last
+/// address.
+fn peer_range(p: &PathType) -> Option<(u128, u128)> {
+    let last = match p.first_address {
+        IpAddr::V4(a) => IpAddr::V4(u32::from(a).checked_add(p.destinations - 1)?.into()),
+        IpAddr::V6(a) => IpAddr::V6(
+            u128::from(a)
+                .checked_add(p.destinations as u128 - 1)?
+                .into(),
+        ),
+    };
+    Some((
+        kleinrock_select::peer(p.first_address),
+        kleinrock_select::peer(last),
+    ))
+}
+
+/// Each path's destinations must be addresses of their own: counting up
+/// from `address` must not run past 255.255.255.255 (or the last IPv6
+/// address), which wrapped to 0.0.0.0, and no two paths may share one,
+/// which merged their peers in the selectors' tables.
+fn check_addresses(
+    src: &Source,
+    sections: &[PathSection],
+    paths: &[PathType],
+) -> Result<(), ScenarioError> {
+    let mut ranges = Vec::new();
+    for (i, (p, s)) in paths.iter().zip(sections).enumerate() {
+        let Some(r) = peer_range(p) else {
+            let last = match p.first_address {
+                IpAddr::V4(_) => "255.255.255.255",
+                IpAddr::V6(_) => "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            };
+            return src.err(
+                s.address.span(),
+                format!(
+                    "`address` = \"{}\" with {} destinations runs past {last}; start path `{}` lower",
+                    s.address.get_ref(),
+                    p.destinations,
+                    p.name
+                ),
+            );
+        };
+        ranges.push((r, i));
+    }
+    ranges.sort();
+    for w in ranges.windows(2) {
+        let ((a, i), (b, j)) = (w[0], w[1]);
+        if b.0 <= a.1 {
+            let (first, second) = (i.min(j), i.max(j));
+            let show = |r: (u128, u128)| {
+                format!(
+                    "{} to {}",
+                    kleinrock_select::addr(r.0),
+                    kleinrock_select::addr(r.1)
+                )
+            };
+            let (rf, rs) = if first == i { (a, b) } else { (b, a) };
+            return src.err(
+                sections[second].address.span(),
+                format!(
+                    "path `{}` ({}) shares addresses with path `{}` ({}), which would merge their peers; give each path addresses of its own",
+                    paths[second].name,
+                    show(rs),
+                    paths[first].name,
+                    show(rf)
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Where the workload file lives, to resolve trace paths in links.
@@ -511,6 +587,23 @@ loss = "0%"
             (
                 format!("sizes = [{{ size = \"1MB\", weight = -1 }}]\n{OK}"),
                 "w.toml line 1: `weight` = -1 is not a positive number",
+            ),
+            (
+                OK.replace("10.0.0.254", "255.255.255.254"),
+                "w.toml line 8: `address` = \"255.255.255.254\" with 3 destinations runs past 255.255.255.255; start path `lossy` lower",
+            ),
+            (
+                OK.replace("10.0.0.254", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe"),
+                "runs past ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            ),
+            (
+                format!("{OK}\n[[path]]\nname = \"clean\"\naddress = \"10.0.1.0\"\nrtt = \"1ms\"\n[path.link]\nrate = \"1Gbit\"\n"),
+                "w.toml line 21: path `clean` (10.0.1.0 to 10.0.1.0) shares addresses with path `lossy` (10.0.0.254 to 10.0.1.0), which would merge their peers",
+            ),
+            (
+                // The same peer written as IPv4 and as IPv4-mapped IPv6.
+                format!("{OK}\n[[path]]\nname = \"v6\"\naddress = \"::ffff:10.0.0.255\"\nrtt = \"1ms\"\n[path.link]\nrate = \"1Gbit\"\n"),
+                "path `v6` (10.0.0.255 to 10.0.0.255) shares addresses with path `lossy`",
             ),
         ] {
             let e = Workload::parse(&bad, "w.toml", None).unwrap_err().0;

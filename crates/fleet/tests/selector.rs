@@ -34,7 +34,7 @@ fn bpftunes() -> Vec<String> {
 fn e4_at_ten_percent_loss_bpftune_converges_to_bbr_at_several_times_cubics_throughput() {
     let w = workload("select-e4-lossy.toml");
     let o = simulate(&w, &bpftunes());
-    let r = run_policy(&w, &o, &mut Policy::bpftune(w.seed));
+    let r = run_policy(&w, &o, &mut Policy::bpftune(w.seed), &mut |_| {});
     assert_eq!(r.played.len(), 80);
     // Seed 003: 61 of 78 connections on BBR. The connections before the
     // host has four instances run cubic and switch on retransmissions.
@@ -64,7 +64,7 @@ fn e4_at_ten_percent_loss_bpftune_converges_to_bbr_at_several_times_cubics_throu
 fn e4_without_loss_bpftune_settles_on_one_algorithm_as_the_seed_shows() {
     let w = workload("select-e4-lossless.toml");
     let o = simulate(&w, &bpftunes());
-    let r = run_policy(&w, &o, &mut Policy::bpftune(w.seed));
+    let r = run_policy(&w, &o, &mut Policy::bpftune(w.seed), &mut |_| {});
     // Seed 003: 71 of 81 on DCTCP. Every algorithm fills the link, so the
     // costs tie near zero and the tie-break and the learning rate decide:
     // the first algorithm to reach a metric of 0 is chosen greedily ever
@@ -79,8 +79,13 @@ fn both(name: &str, seed: u64) -> (Workload, Report, Report) {
     w.seed = seed;
     assert!(w.destinations().len() >= 50 && w.paths.len() >= 6);
     let o = simulate(&w, &w.algorithms());
-    let b = run_policy(&w, &o, &mut Policy::bpftune(w.seed));
-    let k = run_policy(&w, &o, &mut Policy::kleinrock(&w.candidates, w.seed));
+    let b = run_policy(&w, &o, &mut Policy::bpftune(w.seed), &mut |_| {});
+    let k = run_policy(
+        &w,
+        &o,
+        &mut Policy::kleinrock(&w.candidates, w.seed),
+        &mut |_| {},
+    );
     assert_eq!(b.played.len(), k.played.len());
     (w, b, k)
 }
@@ -177,8 +182,8 @@ fn with_mixed_sizes_kleinrock_halves_bpftunes_regret_and_converges() {
 fn a_policy_replays_identically() {
     let w = workload("select-e4-lossy.toml");
     let o = simulate(&w, &bpftunes());
-    let a = run_policy(&w, &o, &mut Policy::kleinrock(&bpftunes(), 7));
-    let b = run_policy(&w, &o, &mut Policy::kleinrock(&bpftunes(), 7));
+    let a = run_policy(&w, &o, &mut Policy::kleinrock(&bpftunes(), 7), &mut |_| {});
+    let b = run_policy(&w, &o, &mut Policy::kleinrock(&bpftunes(), 7), &mut |_| {});
     let algs = |r: &Report| r.played.iter().map(|p| p.alg).collect::<Vec<_>>();
     assert_eq!(algs(&a), algs(&b));
     assert_eq!(a.status, b.status);

@@ -197,7 +197,7 @@ pub fn document(cmp: &Comparison, run: &Run) -> Value {
 
 /// Writes the run as gzipped flent data to `path`.
 pub fn write(cmp: &Comparison, run: &Run, path: &Path) -> io::Result<()> {
-    let f = std::fs::File::create(path)?;
+    let f = kleinrock_files::create(path)?;
     let mut gz = GzEncoder::new(io::BufWriter::new(f), Compression::fast());
     serde_json::to_writer(&mut gz, &document(cmp, run)).map_err(io::Error::other)?;
     gz.finish()?.flush()

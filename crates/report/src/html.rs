@@ -13,27 +13,38 @@ use crate::palette::{colour, hex};
 use crate::plots::{boxes, lines, scatter, Group, Series};
 use crate::run::{data_link, Comparison, Metrics, Run};
 
-/// Writes the report directory; returns the path of `report.html`.
-pub fn write_report(cmp: &Comparison, dir: &Path) -> io::Result<PathBuf> {
+/// Writes the report directory (which [`crate::layout::claim_report_dir`]
+/// has accepted); returns the path of `report.html`. `progress` is told
+/// the fraction written.
+pub fn write_report(
+    cmp: &Comparison,
+    dir: &Path,
+    progress: &mut dyn FnMut(f64),
+) -> io::Result<PathBuf> {
+    crate::layout::claim_report_dir(dir)?;
     std::fs::create_dir_all(dir.join("runs"))?;
-    for run in &cmp.runs {
+    // The page's plots count as much as all the runs' files.
+    let steps = 2 * cmp.runs.len().max(1);
+    for (i, run) in cmp.runs.iter().enumerate() {
         run.results.write(&dir.join("runs").join(run.slug()))?;
         crate::flent::write(
             cmp,
             run,
             &dir.join("runs").join(format!("{}.flent.gz", run.slug())),
         )?;
+        progress((i + 1) as f64 / steps as f64);
     }
     write_summary_csv(cmp, &dir.join("summary.csv"))?;
     write_json(cmp, &dir.join("comparison.json"))?;
     let page = page(cmp);
     let path = dir.join("report.html");
-    std::fs::write(&path, page)?;
+    kleinrock_files::create(&path)?.write_all(page.as_bytes())?;
+    progress(1.0);
     Ok(path)
 }
 
 fn write_summary_csv(cmp: &Comparison, path: &Path) -> io::Result<()> {
-    let mut f = io::BufWriter::new(std::fs::File::create(path)?);
+    let mut f = io::BufWriter::new(kleinrock_files::create(path)?);
     write!(f, "algorithm,")?;
     for (k, _) in &cmp.sweeps {
         write!(f, "{k},")?;
@@ -110,7 +121,7 @@ fn write_json(cmp: &Comparison, path: &Path) -> io::Result<()> {
         "seeds": cmp.seeds,
         "runs": runs,
     });
-    let mut f = io::BufWriter::new(std::fs::File::create(path)?);
+    let mut f = io::BufWriter::new(kleinrock_files::create(path)?);
     serde_json::to_writer_pretty(&mut f, &j).map_err(io::Error::other)?;
     f.flush()
 }

@@ -10,9 +10,12 @@
 //! - [`plots`]: the plots, drawn with plotters' SVG backend.
 //! - [`html`]: the page, and the files written beside it.
 //! - [`flent`]: flent's data format (version 4).
+//! - [`layout`]: what a report directory and a run's directory hold, and
+//!   whether an existing one is Kleinrock's to write in.
 
 pub mod flent;
 pub mod html;
+pub mod layout;
 pub mod palette;
 pub mod plan;
 pub mod plots;

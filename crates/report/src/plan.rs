@@ -17,6 +17,8 @@ use kleinrock_sim::scenario::units::Source;
 use kleinrock_sim::scenario::{self, ScenarioError};
 use kleinrock_sim::Config;
 use serde::Deserialize;
+
+use crate::run::slug;
 use toml::Spanned as S;
 
 /// The scenario's `[compare]` table, if any; every other key is the
@@ -202,37 +204,33 @@ impl Scenario {
     /// Every run of the comparison: each point of the grid the `sweeps`
     /// span (the first sweep varying slowest), each algorithm of `specs`
     /// (as written: flows are given them so), each of `seeds`, in that
-    /// order. Every point's configuration is checked before any run.
+    /// order. Every point's configuration is checked before any run, and
+    /// so is the grid: an algorithm or seed listed twice, a sweep that
+    /// sets the algorithm (which `specs` sets), two sweeps of one key, a
+    /// value swept twice, a sweep that changes nothing, or two runs that
+    /// would be written under one name are refused; values of a sweep that
+    /// give the same run as another are a warning.
     pub fn plan(
         &self,
         specs: &[String],
         sweeps: &[Sweep],
         seeds: &[u64],
-    ) -> Result<Vec<PlannedRun>, ScenarioError> {
-        let mut canonical = Vec::new();
-        for spec in specs {
-            match spec.parse::<Algorithm>() {
-                Ok(a) => canonical.push(a.spec()),
-                Err(e) => {
-                    return Err(ScenarioError(format!(
-                        "{}: cannot compare `{spec}`: {e}",
-                        self.path.display()
-                    )))
-                }
-            }
-        }
+    ) -> Result<Plan, ScenarioError> {
+        let canonical = check_runs(&self.path, specs, sweeps, seeds)?;
         let mut runs = Vec::new();
+        // The first algorithm's configuration at each point, to tell what
+        // each sweep changes.
+        let mut first = Vec::new();
         for point in grid(sweeps) {
             let labels: Vec<(String, String)> = point
                 .iter()
                 .map(|(k, v)| (k.clone(), value_label(v)))
                 .collect();
-            for (spec, canon) in specs.iter().zip(&canonical) {
-                let cc = toml::Value::String(spec.clone());
-                let mut overrides: Vec<(&str, &toml::Value)> =
-                    point.iter().map(|(k, v)| (k.as_str(), v)).collect();
-                overrides.push(("cc", &cc));
-                let config = self.with(&overrides)?;
+            for (i, (spec, canon)) in specs.iter().zip(&canonical).enumerate() {
+                let config = self.at(&point, spec)?;
+                if i == 0 {
+                    first.push(config.clone());
+                }
                 for &seed in seeds {
                     let mut c = config.clone();
                     c.seed = seed;
@@ -245,8 +243,276 @@ impl Scenario {
                 }
             }
         }
-        Ok(runs)
+        let mut warnings = Vec::new();
+        if let Some(spec) = specs.first() {
+            for k in 0..sweeps.len() {
+                if let Some(w) = self.effect(sweeps, k, &first, spec)? {
+                    warnings.push(w);
+                }
+            }
+        }
+        let mut names: Vec<(String, usize)> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (slug(&r.spec, &r.point, r.seed), i))
+            .collect();
+        names.sort();
+        if let Some(w) = names.windows(2).find(|w| w[0].0 == w[1].0) {
+            let label = |i: usize| {
+                let r = &runs[i];
+                let point: Vec<String> = r.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("{} {} seed {}", r.spec, point.join(" "), r.seed)
+            };
+            return self.refuse(format!(
+                "the runs `{}` and `{}` would both be written as runs/{}; make their values differ in letters or digits",
+                label(w[0].1),
+                label(w[1].1),
+                w[0].0
+            ));
+        }
+        Ok(Plan { runs, warnings })
     }
+
+    fn refuse<T>(&self, why: String) -> Result<T, ScenarioError> {
+        refuse(&self.path, why)
+    }
+
+    /// The configuration at one point of the grid, with every flow
+    /// running `spec`.
+    fn at(&self, point: &[(String, toml::Value)], spec: &str) -> Result<Config, ScenarioError> {
+        let cc = toml::Value::String(spec.to_string());
+        let mut overrides: Vec<(&str, &toml::Value)> =
+            point.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        overrides.push(("cc", &cc));
+        self.with(&overrides)
+    }
+
+    /// Whether sweep `k` changes the run: `first` holds the first
+    /// algorithm's configuration at each point of the grid. A sweep whose
+    /// values all give the same run is refused (with the reason, when it
+    /// is a more specific key or the seed); values that give the same run
+    /// as another are a warning.
+    fn effect(
+        &self,
+        sweeps: &[Sweep],
+        k: usize,
+        first: &[Config],
+        spec: &str,
+    ) -> Result<Option<String>, ScenarioError> {
+        let sw = &sweeps[k];
+        // Points where only sweep k varies, the others at their first value.
+        let stride: usize = sweeps[k + 1..].iter().map(|s| s.values.len()).product();
+        let runs: Vec<String> = (0..sw.values.len())
+            .map(|j| run_of(&first[j * stride]))
+            .collect();
+        let without = if sw.values.len() == 1 {
+            let others: Vec<(String, toml::Value)> = sweeps
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != k)
+                .map(|(_, s)| (s.key.clone(), s.values[0].clone()))
+                .collect();
+            Some(run_of(&self.at(&others, spec)?))
+        } else {
+            None
+        };
+        let unchanged = match &without {
+            Some(w) => runs[0] == *w,
+            None => runs.iter().all(|r| *r == runs[0]),
+        };
+        let label = |j: usize| value_label(&sw.values[j]);
+        let shadow = self.shadowed(&sw.key);
+        if unchanged {
+            return match (shadow, &without) {
+                (Some((_, why)), _) => self.refuse(format!(
+                    "the sweep of `{}` changes nothing: {why}",
+                    sw.key
+                )),
+                (None, None) => self.refuse(format!(
+                    "the sweep of `{}` changes nothing: every value gives the same run; sweep a key the scenario uses",
+                    sw.key
+                )),
+                (None, Some(_)) => Ok(Some(format!(
+                    "the sweep of `{}` = {} changes nothing: the scenario already has it",
+                    sw.key,
+                    label(0)
+                ))),
+            };
+        }
+        if let Some((false, why)) = shadow {
+            return Ok(Some(format!(
+                "the sweep of `{}` changes one direction only: {why}",
+                sw.key
+            )));
+        }
+        for j in 1..runs.len() {
+            if let Some(i) = (0..j).find(|&i| runs[i] == runs[j]) {
+                return Ok(Some(format!(
+                    "the sweep of `{}`: {} and {} give the same run",
+                    sw.key,
+                    label(i),
+                    label(j)
+                )));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Why a sweep of `key` cannot take effect, or takes less than it
+    /// says, if the scenario shows it: the seed, which `--seeds` sets, or a
+    /// key of `[link]` that `[link.up]` or `[link.down]` sets itself (the
+    /// more specific key wins). True when nothing is left to vary.
+    fn shadowed(&self, key: &str) -> Option<(bool, String)> {
+        if key == "seed" {
+            return Some((
+                true,
+                "each run's seed is one of --seeds (or `seeds` in [compare]), which replaces it; give the seeds there".into(),
+            ));
+        }
+        let link = self.table.get("link").and_then(|l| l.as_table());
+        for path in override_paths(key) {
+            let Some(rest) = path.strip_prefix("link.") else {
+                continue;
+            };
+            let sets = |dir: &str| {
+                link.and_then(|l| l.get(dir))
+                    .and_then(|d| d.as_table())
+                    .is_some_and(|d| d.contains_key(rest))
+            };
+            match (sets("up"), sets("down")) {
+                (true, true) => {
+                    return Some((
+                        true,
+                        format!("[link.up] and [link.down] set `{rest}` themselves, which wins over [link]; sweep link.up.{rest} or link.down.{rest}"),
+                    ))
+                }
+                (true, false) | (false, true) => {
+                    let (set, free) = if sets("up") { ("up", "down") } else { ("down", "up") };
+                    return Some((
+                        false,
+                        format!("[link.{set}] sets `{rest}` itself, which wins over [link], so only [link.{free}] varies; sweep link.{set}.{rest} to vary the {set} direction"),
+                    ));
+                }
+                (false, false) => {}
+            }
+        }
+        None
+    }
+}
+
+/// A comparison's refusal, naming its scenario file.
+fn refuse<T>(path: &Path, why: String) -> Result<T, ScenarioError> {
+    Err(ScenarioError(format!("{}: {why}", path.display())))
+}
+
+/// What can be told of a comparison's runs before building them: each
+/// algorithm and seed listed once, sweeps that can be ([`check_sweeps`]).
+/// The specs as `kleinrock algorithms` prints them. `kleinrock sim` holds a
+/// scenario's `[compare]` table to it too.
+fn check_runs(
+    path: &Path,
+    specs: &[String],
+    sweeps: &[Sweep],
+    seeds: &[u64],
+) -> Result<Vec<String>, ScenarioError> {
+    let canonical = canonical(path, specs)?;
+    if let Some(s) = twice(seeds) {
+        return refuse(
+            path,
+            format!("seed {s} is listed twice; give each seed once (the runs would be the same)"),
+        );
+    }
+    check_sweeps(path, sweeps)?;
+    Ok(canonical)
+}
+
+/// The specs as `kleinrock algorithms` prints them, each once.
+fn canonical(path: &Path, specs: &[String]) -> Result<Vec<String>, ScenarioError> {
+    let mut canonical: Vec<String> = Vec::new();
+    for spec in specs {
+        match spec.parse::<Algorithm>() {
+            Ok(a) => {
+                let c = a.spec();
+                if let Some(i) = canonical.iter().position(|x| *x == c) {
+                    let same = if specs[i] == *spec {
+                        String::new()
+                    } else {
+                        format!(" (`{}` and `{spec}` are the same algorithm)", specs[i])
+                    };
+                    return refuse(
+                        path,
+                        format!("`{c}` is compared twice{same}; give each algorithm once"),
+                    );
+                }
+                canonical.push(c);
+            }
+            Err(e) => return refuse(path, format!("cannot compare `{spec}`: {e}")),
+        }
+    }
+    Ok(canonical)
+}
+
+/// Sweeps that cannot be: of the algorithm, of one key twice, of a
+/// value twice.
+fn check_sweeps(path: &Path, sweeps: &[Sweep]) -> Result<(), ScenarioError> {
+    let mut set: Vec<(String, &str)> = Vec::new();
+    for sw in sweeps {
+        let keys = override_paths(&sw.key);
+        if keys.iter().any(|p| p == "flow.cc") {
+            return refuse(path, format!(
+                "a sweep of `{}` cannot vary the algorithm: every run takes its algorithm from --cc (or `cc` in [compare]); list the algorithms there",
+                sw.key
+            ));
+        }
+        for key in keys {
+            if let Some((_, other)) = set.iter().find(|(k, _)| *k == key) {
+                let what = if *other == sw.key {
+                    format!("`{}` is swept twice", sw.key)
+                } else {
+                    format!("the sweeps of `{other}` and `{}` both set `{key}`", sw.key)
+                };
+                return refuse(path, format!("{what}; sweep each key once"));
+            }
+            set.push((key, &sw.key));
+        }
+        let labels: Vec<String> = sw.values.iter().map(value_label).collect();
+        if let Some(v) = twice(&labels) {
+            return refuse(
+                path,
+                format!(
+                    "the sweep of `{}` lists {v} twice; give each value once",
+                    sw.key
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A comparison's runs, and what the user should know about them.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub runs: Vec<PlannedRun>,
+    /// Sweeps some of whose values give the same run as another: said, not
+    /// refused.
+    pub warnings: Vec<String>,
+}
+
+/// A configuration as a value to compare: its Debug form, which prints
+/// every field (`Config` holds algorithms and traces, and has no
+/// `PartialEq`), with the seed left out: each run's is one of the seeds.
+fn run_of(c: &Config) -> String {
+    let mut c = c.clone();
+    c.seed = 0;
+    format!("{c:?}")
+}
+
+/// The first item of `v` listed twice.
+pub fn twice<T: PartialEq + Clone>(v: &[T]) -> Option<T> {
+    v.iter()
+        .enumerate()
+        .find(|(i, x)| v[..*i].contains(x))
+        .map(|(_, x)| x.clone())
 }
 
 /// A scenario file's configuration, its `[compare]` table checked too: what
@@ -271,6 +537,7 @@ fn read(path: &Path) -> Result<(String, Config, Compare), ScenarioError> {
         None => Compare::default(),
         Some(c) => compare_table(&src, &c)?,
     };
+    check_runs(path, &compare.cc, &compare.sweeps, &compare.seeds)?;
     Ok((text, config, compare))
 }
 
@@ -446,6 +713,27 @@ rtt = "40ms"
             e.contains("line 16: `cc` in [compare]: unknown algorithm `cubik`"),
             "{e}"
         );
+        // What the table asks that cannot run is refused when the file is
+        // read, by `sim` (load_config) as by `compare`.
+        for (table, want) in [
+            ("seeds = [1, 2, 1]\n", "seed 1 is listed twice"),
+            ("cc = [\"reno\", \"newreno\"]\n", "`reno` is compared twice"),
+            (
+                "[[compare.sweep]]\nkey = \"cc\"\nvalues = [\"bbr\"]\n",
+                "a sweep of `cc` cannot vary the algorithm",
+            ),
+        ] {
+            let text = format!("{BASE}\n[compare]\n{table}");
+            let e = scenario(&text).unwrap_err().0;
+            assert!(e.contains(want), "{e}");
+            let path = std::env::temp_dir()
+                .join(format!("kleinrock-plan-{}-sim.toml", std::process::id()));
+            std::fs::write(&path, &text).unwrap();
+            assert_eq!(
+                load_config(&path).unwrap_err().0,
+                e.replace(&e[..e.find(": ").unwrap()], &path.display().to_string())
+            );
+        }
         let w = Sweep::parse("hz=100,1000").unwrap();
         assert_eq!(
             w.values,
@@ -471,7 +759,7 @@ rtt = "40ms"
             Sweep::parse("hz=100,1000").unwrap(),
         ];
         let specs = ["newreno".to_string(), "bbr".to_string()];
-        let runs = s.plan(&specs, &sweeps, &[1, 2]).unwrap();
+        let runs = s.plan(&specs, &sweeps, &[1, 2]).unwrap().runs;
         assert_eq!(runs.len(), 2 * 2 * 2 * 2);
         let at = |i: usize| {
             let r = &runs[i];
@@ -489,11 +777,140 @@ rtt = "40ms"
         assert!(last.flows.iter().all(|f| f.cc.spec() == "bbr"));
         assert_eq!(last.links[0].loss, LossModel::Bernoulli { ppm: 10_000 });
         // No sweeps: one point.
-        assert_eq!(s.plan(&specs, &[], &[7]).unwrap().len(), 2);
+        assert_eq!(s.plan(&specs, &[], &[7]).unwrap().runs.len(), 2);
         let e = s.plan(&["cubik".into()], &[], &[1]).unwrap_err().0;
         assert!(
             e.contains("cannot compare `cubik`: unknown algorithm"),
             "{e}"
+        );
+    }
+
+    /// The error of a plan, or its warnings.
+    fn planned(
+        s: &Scenario,
+        specs: &[&str],
+        sweeps: &[&str],
+        seeds: &[u64],
+    ) -> Result<Vec<String>, String> {
+        let specs: Vec<String> = specs.iter().map(|x| x.to_string()).collect();
+        let sweeps: Vec<Sweep> = sweeps.iter().map(|x| Sweep::parse(x).unwrap()).collect();
+        s.plan(&specs, &sweeps, seeds)
+            .map(|p| p.warnings)
+            .map_err(|e| e.0)
+    }
+
+    #[test]
+    fn a_sweep_that_cannot_take_effect_or_a_run_twice_is_refused() {
+        let s = scenario(BASE).unwrap();
+        let refused = |specs: &[&str], sweeps: &[&str], seeds: &[u64], want: &str| {
+            let e = planned(&s, specs, sweeps, seeds).unwrap_err();
+            assert!(e.contains(want), "want {want}\n got {e}");
+            assert!(e.starts_with(&s.path.display().to_string()), "{e}");
+        };
+        refused(
+            &["cubic"],
+            &["seed=1,2"],
+            &[1],
+            "the sweep of `seed` changes nothing: each run's seed is one of --seeds",
+        );
+        refused(
+            &["cubic"],
+            &["seed=5"],
+            &[1],
+            "the sweep of `seed` changes nothing",
+        );
+        refused(
+            &["cubic"],
+            &["loss=1%", "loss=2%"],
+            &[1],
+            "`loss` is swept twice; sweep each key once",
+        );
+        refused(
+            &["cubic"],
+            &["queue=84", "buffer=100"],
+            &[1],
+            "the sweeps of `queue` and `buffer` both set `link.queue`",
+        );
+        refused(
+            &["cubic"],
+            &["loss=1%", "link.loss=2%"],
+            &[1],
+            "both set `link.loss`",
+        );
+        refused(
+            &["cubic"],
+            &["cc=cubic,nosuch"],
+            &[1],
+            "a sweep of `cc` cannot vary the algorithm: every run takes its algorithm from --cc",
+        );
+        refused(
+            &["cubic"],
+            &["flow.cc=bbr"],
+            &[1],
+            "cannot vary the algorithm",
+        );
+        refused(
+            &["cubic"],
+            &["loss=1%,2%,1%"],
+            &[1],
+            "the sweep of `loss` lists 1% twice",
+        );
+        refused(
+            &["cubic", "bbr", "cubic"],
+            &[],
+            &[1],
+            "`cubic` is compared twice; give each algorithm once",
+        );
+        refused(
+            &["reno", "newreno"],
+            &[],
+            &[1],
+            "`reno` is compared twice (`reno` and `newreno` are the same algorithm)",
+        );
+        refused(&["cubic"], &[], &[1, 2, 1], "seed 1 is listed twice");
+        refused(
+            &["cubic"],
+            &["link.colour=1,2"],
+            &[1],
+            "unknown key `colour`",
+        );
+        // The more specific key wins: with both directions' own loss, a
+        // loss sweep is the same run at every point.
+        let both = scenario(&BASE.replace(
+            "queue = 84\n",
+            "queue = 84\n[link.up]\nloss = \"1%\"\n[link.down]\nloss = \"0%\"\n",
+        ))
+        .unwrap();
+        let e = planned(&both, &["cubic"], &["loss=0.1%,2%"], &[1]).unwrap_err();
+        assert!(
+            e.contains("the sweep of `loss` changes nothing: [link.up] and [link.down] set `loss` themselves, which wins over [link]; sweep link.up.loss or link.down.loss"),
+            "{e}"
+        );
+        // With the up direction's own, only the down direction varies: said.
+        let up = scenario(&BASE.replace("queue = 84\n", "queue = 84\n[link.up]\nloss = \"1%\"\n"))
+            .unwrap();
+        let w = planned(&up, &["cubic"], &["loss=0.1%,2%"], &[1]).unwrap();
+        assert_eq!(
+            w,
+            ["the sweep of `loss` changes one direction only: [link.up] sets `loss` itself, which wins over [link], so only [link.down] varies; sweep link.up.loss to vary the up direction"]
+        );
+        // Values written differently that are the same: said, not refused.
+        let w = planned(&s, &["cubic"], &["loss=0%,0.0%,1%"], &[1]).unwrap();
+        assert_eq!(w, ["the sweep of `loss`: 0% and 0.0% give the same run"]);
+        let w = planned(&s, &["cubic"], &["duration=10s"], &[1]).unwrap();
+        assert_eq!(
+            w,
+            ["the sweep of `duration` = 10s changes nothing: the scenario already has it"]
+        );
+        assert_eq!(
+            planned(
+                &s,
+                &["cubic", "bbr"],
+                &["loss=0%,1%", "hz=100,1000"],
+                &[1, 2]
+            )
+            .unwrap(),
+            Vec::<String>::new()
         );
     }
 }

@@ -1,6 +1,10 @@
 //! A comparison's runs and the metrics its tables and plots are made of.
+//! docs/COMPARE.md defines each metric; this is where they are computed.
 
-use kleinrock_sim::Results;
+use kleinrock_sim::time::{Time, SEC};
+use kleinrock_sim::{Config, Results};
+
+use crate::plan::PlannedRun;
 
 /// One simulation of a comparison: an algorithm spec, a point of the swept
 /// parameters, a seed.
@@ -11,6 +15,29 @@ pub struct Run {
     pub point: Vec<(String, String)>,
     pub seed: u64,
     pub results: Results,
+    /// When each flow was offered data, from its configuration.
+    pub offered: Vec<Offered>,
+}
+
+/// When a flow was offered data, ns: from its `start` to its `stop` or the
+/// run's end, whichever is first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Offered {
+    pub start: Time,
+    pub end: Time,
+}
+
+impl Offered {
+    /// Each flow's, in the order of `cfg.flows` (and of the results').
+    pub fn of(cfg: &Config) -> Vec<Offered> {
+        cfg.flows
+            .iter()
+            .map(|f| Offered {
+                start: f.start,
+                end: f.stop.unwrap_or(cfg.duration).min(cfg.duration),
+            })
+            .collect()
+    }
 }
 
 /// Everything `kleinrock compare` ran.
@@ -34,7 +61,8 @@ pub struct Comparison {
 /// A run's headline numbers.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Metrics {
-    /// All flows' goodput together, bit/s.
+    /// All flows' goodput together, bit/s: the payload their receivers
+    /// took in order, over [`Run::interval`].
     pub goodput_bps: f64,
     /// RTT percentiles, ms: of the pings if the scenario has any (RTT under
     /// load as flent measures it), else of every flow's RTT samples.
@@ -81,6 +109,38 @@ pub fn quantile(v: &mut [f64], q: f64) -> f64 {
 }
 
 impl Run {
+    /// The run of `planned` that gave `results`.
+    pub fn new(planned: PlannedRun, results: Results) -> Run {
+        Run {
+            offered: Offered::of(&planned.config),
+            spec: planned.spec,
+            point: planned.point,
+            seed: planned.seed,
+            results,
+        }
+    }
+
+    /// What the aggregate goodput is measured over, ns: from the first
+    /// flow's start to the last flow's end, a flow ending when its transfer
+    /// completed, else when it stopped being offered data (its `stop` or
+    /// the run's end); `None` without flows. One interval for all flows:
+    /// summing each flow's rate over its own lifetime counted staggered
+    /// flows' capacity over and over (1,000 staggered flows on a 1 Gbit/s
+    /// link summed to 1,600 Mbit/s).
+    pub fn interval(&self) -> Option<(Time, Time)> {
+        let ends = self.offered.iter().zip(&self.results.flows).map(|(o, f)| {
+            // completion_s is (done - start) in seconds from integer ns:
+            // rounding recovers the nanosecond.
+            match f.completion_s {
+                Some(c) => o.start + (c * SEC as f64).round() as Time,
+                None => o.end,
+            }
+        });
+        let start = self.offered.iter().map(|o| o.start).min()?;
+        let end = ends.max()?;
+        Some((start, end.max(start)))
+    }
+
     pub fn metrics(&self) -> Metrics {
         let r = &self.results;
         let (rtt_p50_ms, rtt_p95_ms) = if r.ping_series.is_empty() {
@@ -104,8 +164,21 @@ impl Run {
             .iter()
             .map(|f| f.completion_s)
             .try_fold(0.0f64, |m, c| c.map(|c| m.max(c)));
+        // Each flow's bytes over the one interval, summed: where every flow
+        // spans it, exactly the sum of the flows' own goodputs as the
+        // simulator computes them.
+        let goodput_bps = match self.interval() {
+            Some((start, end)) => {
+                let t = end.saturating_sub(start).max(1);
+                r.flows
+                    .iter()
+                    .map(|f| f.bytes as f64 * 8.0 * SEC as f64 / t as f64)
+                    .sum()
+            }
+            None => 0.0,
+        };
         Metrics {
-            goodput_bps: r.flows.iter().map(|f| f.goodput_bps).sum(),
+            goodput_bps,
             rtt_p50_ms,
             rtt_p95_ms,
             queue_p95_ms: quantile(&mut q, 0.95),
@@ -119,23 +192,30 @@ impl Run {
         }
     }
 
-    /// A file-name-safe label: spec, point and seed.
+    /// A file-name-safe label: spec, point and seed ([`slug`]).
     pub fn slug(&self) -> String {
-        let mut s = self.spec.clone();
-        for (k, v) in &self.point {
-            s.push_str(&format!("_{k}-{v}"));
-        }
-        s.push_str(&format!("_seed{}", self.seed));
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect()
+        slug(&self.spec, &self.point, self.seed)
     }
+}
+
+/// A run's file-name-safe label, the name of its files in the report:
+/// `SPEC_KEY-VALUE..._seedN`, anything but letters, digits, `-`, `_` and
+/// `.` replaced by `-`.
+pub fn slug(spec: &str, point: &[(String, String)], seed: u64) -> String {
+    let mut s = spec.to_string();
+    for (k, v) in point {
+        s.push_str(&format!("_{k}-{v}"));
+    }
+    s.push_str(&format!("_seed{seed}"));
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 impl Comparison {
@@ -224,5 +304,95 @@ impl Comparison {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kleinrock_sim::Sim;
+
+    const MBIT: f64 = 1e6;
+
+    /// The run of a scenario's text with cubic, seed 1.
+    fn run(text: &str) -> Run {
+        let config = kleinrock_sim::scenario::parse(text, "g.toml", None).unwrap();
+        let results = Sim::new(config.clone()).unwrap().run(&mut |_| {}).unwrap();
+        Run::new(
+            PlannedRun {
+                spec: "cubic".into(),
+                point: Vec::new(),
+                seed: 1,
+                config,
+            },
+            results,
+        )
+    }
+
+    /// The old figure: each flow's goodput over its own lifetime, summed.
+    fn per_flow_sum(r: &Run) -> f64 {
+        r.results.flows.iter().map(|f| f.goodput_bps).sum()
+    }
+
+    fn bytes(r: &Run) -> f64 {
+        r.results.flows.iter().map(|f| f.bytes as f64).sum()
+    }
+
+    #[test]
+    fn goodput_is_the_bytes_delivered_over_one_interval_with_staggered_starts_and_stops() {
+        // Five flows starting a second apart that stop at 8 s, five more
+        // starting from 6 s that run to the end (16 s), on 10 Mbit/s.
+        let r = run(
+            "duration = \"16s\"\n[link]\nrate = \"10Mbit\"\nqueue = 84\n\
+             [[flow]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 5\nstagger = \"1s\"\nstop = \"8s\"\n\
+             [[flow]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 5\nstart = \"6s\"\nstagger = \"1s\"\n",
+        );
+        assert_eq!(r.interval(), Some((0, 16 * SEC)));
+        let m = r.metrics();
+        assert!((m.goodput_bps - bytes(&r) * 8.0 / 16.0).abs() < 1e-6 * m.goodput_bps);
+        assert!(
+            m.goodput_bps < 10.0 * MBIT && m.goodput_bps > 8.0 * MBIT,
+            "{}",
+            m.goodput_bps
+        );
+        // Each flow's own rate, summed, counts the link over and over.
+        assert!(per_flow_sum(&r) > 10.0 * MBIT, "{}", per_flow_sum(&r));
+    }
+
+    #[test]
+    fn transfers_end_the_interval_when_the_last_one_completes() {
+        let r = run(
+            "duration = \"20s\"\n[link]\nrate = \"10Mbit\"\nqueue = 84\n\
+             [[flow]]\ncc = \"cubic\"\nrtt = \"20ms\"\nsize = \"2MB\"\ncount = 2\nstagger = \"1s\"\n",
+        );
+        let done: Vec<f64> = r
+            .results
+            .flows
+            .iter()
+            .map(|f| f.completion_s.unwrap())
+            .collect();
+        let end = (SEC as f64 * (1.0 + done[1]).max(done[0])).round() as Time;
+        assert_eq!(r.interval(), Some((0, end)));
+        assert!(end < 5 * SEC, "long before the run's end");
+        let m = r.metrics();
+        let want = bytes(&r) * 8.0 * SEC as f64 / end as f64;
+        assert!(
+            (m.goodput_bps - want).abs() < 1e-9 * want,
+            "{} {want}",
+            m.goodput_bps
+        );
+        assert!(m.goodput_bps < 10.0 * MBIT);
+    }
+
+    #[test]
+    fn flows_that_share_their_interval_keep_the_sum_of_their_goodputs() {
+        // Bit for bit: every report of flows that start and stop together
+        // is unchanged.
+        let r = run("duration = \"5s\"\n[link]\nrate = \"10Mbit\"\nqueue = 84\n\
+             [[flow]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 3\n[[ping]]\nrtt = \"20ms\"\n");
+        assert_eq!(r.metrics().goodput_bps, per_flow_sum(&r));
+        // Without flows there is no interval, and no goodput.
+        let p = run("duration = \"1s\"\n[link]\nrate = \"10Mbit\"\n[[ping]]\nrtt = \"20ms\"\n");
+        assert_eq!((p.interval(), p.metrics().goodput_bps), (None, 0.0));
     }
 }

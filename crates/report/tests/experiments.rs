@@ -19,16 +19,20 @@ fn scenario(name: &str) -> Scenario {
 /// Runs the scenario's `[compare]` grid (first seed only unless `seeds`),
 /// in parallel, and returns every run.
 fn grid(s: &Scenario, seeds: &[u64]) -> Vec<Run> {
-    let planned = s.plan(&s.compare.cc, &s.compare.sweeps, seeds).unwrap();
+    let planned = s
+        .plan(&s.compare.cc, &s.compare.sweeps, seeds)
+        .unwrap()
+        .runs;
     std::thread::scope(|sc| {
         let handles: Vec<_> = planned
             .into_iter()
             .map(|p| {
-                sc.spawn(move || Run {
-                    spec: p.spec,
-                    point: p.point,
-                    seed: p.seed,
-                    results: Sim::new(p.config).unwrap().run(&mut |_| {}).unwrap(),
+                sc.spawn(move || {
+                    let results = Sim::new(p.config.clone())
+                        .unwrap()
+                        .run(&mut |_| {})
+                        .unwrap();
+                    Run::new(p, results)
                 })
             })
             .collect();

@@ -60,7 +60,8 @@
 //!   actually ran;
 //! - keeps peers and prefixes in bounded LRU tables.
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kleinrock_cc::rand::SplitMix64;
 
@@ -171,10 +172,12 @@ fn rate_of(s: &Sample) -> f64 {
     }
 }
 
-/// The share of segments a sample's connection retransmitted.
+/// The share of segments a sample's connection retransmitted, at most all
+/// of them (a sample from outside could claim more retransmissions than
+/// segments: `segs_out` counts retransmissions too).
 fn loss_of(s: &Sample) -> f64 {
     if s.segs_out > 0 {
-        s.total_retrans as f64 / s.segs_out as f64
+        (s.total_retrans as f64 / s.segs_out as f64).min(1.0)
     } else {
         0.0
     }
@@ -245,6 +248,14 @@ pub struct Bandit {
     fleet: Vec<Fleet>,
     /// By handle, so that they are visited in the order they opened.
     open: BTreeMap<u64, Open>,
+    /// The open connections of each peer, by (peer, handle): a choice
+    /// looks at its peer's only, so that its cost does not grow with every
+    /// other peer's connections (scanning them all made a fleet's time
+    /// quadratic in its destinations).
+    open_by_peer: BTreeSet<(Peer, Conn)>,
+    /// Open connections looked at by choices so far: the work a test holds
+    /// to its peers' connections.
+    looked_at: Cell<u64>,
     next_conn: u64,
     rng: SplitMix64,
 }
@@ -265,6 +276,8 @@ impl Bandit {
             prefixes: Lru::new((cfg.capacity / 4).max(1)),
             fleet: vec![Fleet::default(); n],
             open: BTreeMap::new(),
+            open_by_peer: BTreeSet::new(),
+            looked_at: Cell::new(0),
             next_conn: 0,
             rng: SplitMix64::new(cfg.seed),
             cfg,
@@ -304,7 +317,9 @@ impl Bandit {
             .cloned()
             .unwrap_or_else(|| Entry::new(k));
         let mut pending = vec![0; k];
-        for o in self.open.values().filter(|o| o.peer == peer) {
+        for (_, c) in self.open_by_peer.range((peer, 0)..=(peer, Conn::MAX)) {
+            let o = &self.open[c];
+            self.looked_at.set(self.looked_at.get() + 1);
             pending[o.alg] += 1;
             own.add_trail(o.alg, &o.passed);
         }
@@ -384,8 +399,11 @@ impl Bandit {
         self.next_conn += 1;
         let id = self.next_conn;
         if self.open.len() >= MAX_OPEN {
-            self.open.pop_first();
+            if let Some((c, o)) = self.open.pop_first() {
+                self.open_by_peer.remove(&(o.peer, c));
+            }
         }
+        self.open_by_peer.insert((peer, id));
         self.open.insert(
             id,
             Open {
@@ -428,6 +446,7 @@ impl Bandit {
         let Some(o) = self.open.remove(&conn) else {
             return;
         };
+        self.open_by_peer.remove(&(o.peer, conn));
         if s.min_rtt_us == 0 && s.srtt_us == 0 {
             return; // no RTT measured: nothing to learn
         }
@@ -513,6 +532,12 @@ impl Bandit {
             }
         }
         s
+    }
+
+    /// Open connections its choices have looked at so far: each choice
+    /// looks at its own peer's only.
+    pub fn looked_at(&self) -> u64 {
+        self.looked_at.get()
     }
 
     /// Path changes detected, over the peers remembered.
@@ -718,6 +743,33 @@ mod tests {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^= z >> 31;
         (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    #[test]
+    fn a_choice_looks_only_at_its_own_peers_open_connections() {
+        // Many peers, each with connections open at once, as in a fleet:
+        // a choice's work is its peer's connections, not all of them (the
+        // scan of every open connection made a fleet quadratic).
+        let mut b = Bandit::new(cfg(&["cubic", "bbr"]));
+        let peers: Vec<Peer> = (0..2000u128).map(|k| 0xffff_0a00_0000 + k).collect();
+        let mut open = Vec::new();
+        for round in 0..3u64 {
+            for &p in &peers {
+                open.push(b.choose(p).0);
+            }
+            // The round-th choice of each peer saw its `round` open ones.
+            assert_eq!(b.looked_at(), peers.len() as u64 * round * (round + 1) / 2);
+        }
+        for c in open {
+            b.close(c, &done(1000, 100));
+        }
+        assert!(b.open.is_empty() && b.open_by_peer.is_empty());
+        b.choose(peers[0]);
+        assert_eq!(
+            b.looked_at(),
+            peers.len() as u64 * 3,
+            "closed ones are not looked at"
+        );
     }
 
     #[test]

@@ -29,8 +29,9 @@ const SIGMAS: f64 = 3.0;
 const DRIFT: f64 = 0.5;
 /// Most surprise one connection contributes.
 const CAP: f64 = 2.0;
-/// The statistic at which the path has changed.
-const THRESHOLD: f64 = 2.0;
+/// The statistic at which the path has changed (so a peer's statistic,
+/// reset then, is always below it).
+pub const THRESHOLD: f64 = 2.0;
 
 /// How surprising `seen` is against `arm`: the worst of RTT, rate and
 /// retransmitted share, in units of the larger of ln(`factor`) and three

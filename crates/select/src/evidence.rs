@@ -168,6 +168,27 @@ pub struct Arm {
 /// Below this weight an arm counts as having no evidence.
 const TINY: f64 = 1e-9;
 
+/// The most connections an entry counts: beyond 2^53 a floating-point
+/// count stops counting, and no host makes that many to one peer. A saved
+/// table that claims more is refused ([`Entry::possible`]), so that no
+/// count can wrap.
+pub const MAX_COUNT: u64 = 1 << 53;
+
+/// The largest RTT (µs) and rate (bytes/s) one connection can show: the
+/// ranges of [`crate::Sample`]'s fields. Its retransmitted share is at
+/// most 1.
+const MAX_RTT_US: f64 = u32::MAX as f64;
+const MAX_RATE: f64 = u64::MAX as f64;
+
+/// The range of each of [`Seen::logs`] for one connection.
+fn log_range(i: usize) -> (f64, f64) {
+    match i {
+        0 => (0.0, MAX_RTT_US.ln()),
+        1 => (0.0, MAX_RATE.ln()),
+        _ => (LOSS_FLOOR.ln(), (1.0 + LOSS_FLOOR).ln()),
+    }
+}
+
 fn inverse(x: f64) -> f64 {
     if x > 0.0 {
         1.0 / x
@@ -235,6 +256,35 @@ impl Arm {
             a.log_sum[i] += a.n * c;
         }
         a
+    }
+
+    /// Whether these sums could have come from connections: each at most
+    /// `n` times what one connection adds (none at all without
+    /// connections), collapses among them. A saved table's arms are held
+    /// to it before they are trusted: sums that no connections explain
+    /// give means and costs that are not numbers.
+    pub fn possible(&self) -> Result<(), &'static str> {
+        // Relative slack for rounding; absolute slack for sums that
+        // underflow after their weight did.
+        let cap = |per: f64| (self.n + 1e-300) * per * (1.0 + 1e-9);
+        let within = |sum: f64, lo: f64, hi: f64| sum <= cap(hi) && sum >= -cap(-lo);
+        let mut ok = self.collapses <= cap(1.0)
+            && within(self.rtt_sum, 0.0, MAX_RTT_US)
+            && within(self.rate_sum, 0.0, MAX_RATE)
+            && within(self.loss_sum, 0.0, 1.0)
+            && within(self.rtt_sq, 0.0, MAX_RTT_US * MAX_RTT_US)
+            && within(self.rate_sq, 0.0, MAX_RATE * MAX_RATE)
+            && within(self.rtt_rate, 0.0, MAX_RTT_US * MAX_RATE);
+        for i in 0..3 {
+            let (lo, hi) = log_range(i);
+            ok &= within(self.log_sum[i], lo, hi)
+                && within(self.log_sq[i], 0.0, lo.abs().max(hi.abs()).powi(2));
+        }
+        match (ok, self.n > 0.0) {
+            (true, _) => Ok(()),
+            (false, false) => Err("an algorithm has statistics but no connections"),
+            (false, true) => Err("an algorithm's sums are beyond what its connections could add"),
+        }
     }
 
     pub fn has_evidence(&self) -> bool {
@@ -386,6 +436,35 @@ impl Entry {
 
     pub fn arms(&self) -> usize {
         self.unavailable_until.len()
+    }
+
+    /// Whether a peer could have come to this state by closing
+    /// connections: at most [`MAX_COUNT`] of them, no more changes of path
+    /// than connections, no more demand in all and no more connections of
+    /// an algorithm in a bucket than connections closed, a change statistic
+    /// below the detector's threshold, and arms that are
+    /// [`Arm::possible`]. A saved table's entries are held to it.
+    pub fn possible(&self) -> Result<(), &'static str> {
+        let conns = self.conns as f64 * (1.0 + 1e-9) + 1e-9;
+        if self.conns > MAX_COUNT || self.unavailable_until.iter().any(|&u| u > MAX_COUNT) {
+            return Err("a connection count is beyond 2^53");
+        }
+        if self.resets as u64 > self.conns {
+            return Err("it counts more path changes than connections");
+        }
+        if !(0.0..crate::change::THRESHOLD).contains(&self.change) {
+            return Err("a change statistic is at or beyond the detector's threshold");
+        }
+        if self.buckets.iter().map(|b| b.demand).sum::<f64>() > conns {
+            return Err("it counts more demand than connections");
+        }
+        for a in self.buckets.iter().flat_map(|b| &b.arms) {
+            if a.n > conns {
+                return Err("an algorithm counts more connections than its peer");
+            }
+            a.possible()?;
+        }
+        Ok(())
     }
 
     pub fn bucket(&self, size: u8) -> Option<&Bucket> {

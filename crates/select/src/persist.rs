@@ -24,21 +24,34 @@
 //! and `FNV64` is the FNV-1a hash (hex) of every byte before the `end`
 //! line. Saving writes a temporary file beside the target, syncs it,
 //! renames it over the target and syncs the directory, so a crash leaves
-//! the old file or the new one, never a mix. Loading refuses, in one
-//! sentence, a file that is truncated, corrupt, of another version or
-//! learned over other candidates: the caller reports it and starts afresh
-//! rather than trust it.
+//! the old file or the new one, never a mix.
+//!
+//! The path is the user's: a table is only ever replaced where nothing is
+//! or where a Kleinrock table is, a regular file whose first line is
+//! `kleinrock-select N` (any version). Anything else, a device, a named
+//! pipe, a symbolic link (which the rename would replace), a directory or
+//! another file, is refused before it is read or written ([`check_target`],
+//! which `save` and `load` apply themselves), without blocking on a pipe.
+//!
+//! Loading refuses, in one sentence, a table that is truncated, corrupt,
+//! of another version, learned over other candidates, larger than any
+//! table of this configuration, or whose contents are impossible (sums
+//! without connections, counts beyond 2^53, more demand than connections:
+//! [`Entry::possible`]): the caller reports it and starts afresh rather
+//! than trust it ([`LoadError::Unusable`]), and the next save replaces it.
 
 use std::fmt::Write as _;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::net::IpAddr;
 use std::path::Path;
 
-use crate::bandit::{Bandit, Fleet};
-use crate::evidence::{Arm, Bucket, Entry, BUCKETS};
+use crate::bandit::{Bandit, Config, Fleet};
+use crate::evidence::{Arm, Bucket, Entry, BUCKETS, MAX_COUNT};
 use crate::{addr, peer, Peer};
 
 const MAGIC: &str = "kleinrock-select 3";
+/// What the first line of a table of any version begins with.
+const MARK: &str = "kleinrock-select ";
 
 fn fnv64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -100,18 +113,27 @@ pub fn to_text(b: &Bandit) -> String {
     s
 }
 
-/// Why a saved table was refused.
+/// Why a saved table was not loaded.
 #[derive(Debug)]
-pub struct LoadError(pub String);
+pub enum LoadError {
+    /// A Kleinrock table that cannot be trusted: start afresh; the next
+    /// save replaces it.
+    Unusable(String),
+    /// Not a Kleinrock table (another file, a device, a pipe, a link, a
+    /// directory), or unreadable: it must not be replaced either.
+    Refused(String),
+}
 
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            LoadError::Unusable(s) | LoadError::Refused(s) => f.write_str(s),
+        }
     }
 }
 
 fn bad(what: &str) -> LoadError {
-    LoadError(what.to_string())
+    LoadError::Unusable(what.to_string())
 }
 
 /// Finite reals separated by `:`, exactly `n` of them, none negative
@@ -148,7 +170,8 @@ fn parse_entry(fields: &[&str], arms: usize) -> Result<(Peer, Entry), LoadError>
     let mut e = Entry::new(arms);
     e.conns = count(1)?;
     e.change = reals(fields[2], 1, &|_| false)?[0];
-    e.resets = count(3)?.min(u32::MAX as u64) as u32;
+    e.resets =
+        u32::try_from(count(3)?).map_err(|_| bad("a count of path changes is beyond 2^32"))?;
     let unavailable: Vec<u64> = fields[4]
         .split(',')
         .map(|x| x.parse().ok())
@@ -220,6 +243,7 @@ pub fn from_text(b: &mut Bandit, text: &str) -> Result<(), LoadError> {
     }
     let k = b.cfg.candidates.len();
     let (mut peers, mut prefixes, mut fleet) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen_fleet = false;
     // Which list the last peer or prefix record went to, for its buckets.
     let mut last: Option<&mut Vec<(Peer, Entry)>> = None;
     for line in it {
@@ -230,7 +254,11 @@ pub fn from_text(b: &mut Bandit, text: &str) -> Result<(), LoadError> {
                 last = Some(&mut peers);
             }
             "prefix" => {
-                prefixes.push(parse_entry(&fields[1..], k)?);
+                let (p, e) = parse_entry(&fields[1..], k)?;
+                if b.prefix(p) != p {
+                    return Err(bad("a prefix record's address is not a prefix"));
+                }
+                prefixes.push((p, e));
                 last = Some(&mut prefixes);
             }
             "size" => {
@@ -247,8 +275,12 @@ pub fn from_text(b: &mut Bandit, text: &str) -> Result<(), LoadError> {
             }
             "fleet" => {
                 last = None;
+                seen_fleet = true;
                 for f in &fields[1..] {
                     let v = reals(f, 2, &|_| false)?;
+                    if v[1] > MAX_COUNT as f64 || (v[1] == 0.0 && v[0] != 0.0) {
+                        return Err(bad("the fleet record's counts are impossible"));
+                    }
                     fleet.push(Fleet {
                         cost: v[0],
                         n: v[1],
@@ -261,12 +293,81 @@ pub fn from_text(b: &mut Bandit, text: &str) -> Result<(), LoadError> {
             _ => return Err(bad("it has a record of an unknown kind")),
         }
     }
+    if !seen_fleet {
+        return Err(bad("it has no fleet record"));
+    }
+    for list in [&peers, &prefixes] {
+        let mut keys: Vec<Peer> = list.iter().map(|(p, _)| *p).collect();
+        keys.sort_unstable();
+        if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+            return Err(LoadError::Unusable(format!(
+                "{} is listed twice",
+                addr(w[0])
+            )));
+        }
+        for (p, e) in list.iter() {
+            e.possible().map_err(|why| {
+                LoadError::Unusable(format!("the record of {} is impossible: {why}", addr(*p)))
+            })?;
+        }
+    }
     b.restore(peers, prefixes, fleet);
     Ok(())
 }
 
-/// Saves atomically: temporary file, fsync, rename, fsync of the directory.
+/// The longest table a selector of `cfg` can save: every peer and prefix
+/// it keeps, with evidence in every bucket, each number at its longest
+/// (25 characters). A longer file is not one of its tables, and is not
+/// read whole.
+fn max_len(cfg: &Config) -> u64 {
+    let k = cfg.candidates.len() as u64;
+    let names: u64 = cfg.candidates.iter().map(|c| c.len() as u64 + 1).sum();
+    let entries = cfg.capacity as u64 + (cfg.capacity as u64 / 4).max(1);
+    let entry = 128 + 21 * k + BUCKETS as u64 * (64 + 14 * 26 * k);
+    (256 + names + 52 * k).saturating_add(entries.saturating_mul(entry))
+}
+
+/// Whether `path` may be replaced by a table: nothing is there, or a
+/// Kleinrock table of any version (a regular file whose first line begins
+/// `kleinrock-select `). The error is a clause naming the path and what it
+/// is, to follow "cannot save the learned table to ...: ".
+pub fn check_target(path: &Path) -> io::Result<()> {
+    if kleinrock_files::kind(path)? == kleinrock_files::Kind::Absent {
+        return Ok(());
+    }
+    if kleinrock_files::starts_with(path, MARK.as_bytes())? {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{} is not a Kleinrock table (its first line is not `kleinrock-select N`), and a table is only saved over a table",
+            path.display()
+        ),
+    ))
+}
+
+/// Creates the temporary file of a save: a new regular file, never
+/// through a link planted at its name; one left by a crashed save of the
+/// same process id is removed first.
+fn create_temporary(tmp: &Path) -> io::Result<std::fs::File> {
+    match kleinrock_files::create_new(tmp) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            if kleinrock_files::kind(tmp)? != kleinrock_files::Kind::File {
+                return Err(e);
+            }
+            std::fs::remove_file(tmp)?;
+            kleinrock_files::create_new(tmp)
+        }
+        r => r,
+    }
+}
+
+/// Saves atomically: temporary file, fsync, rename, fsync of the
+/// directory; only over nothing or a table ([`check_target`]), checked
+/// again just before the rename.
 pub fn save(b: &Bandit, path: &Path) -> io::Result<()> {
+    check_target(path)?;
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -279,31 +380,54 @@ pub fn save(b: &Bandit, path: &Path) -> io::Result<()> {
         name.to_string_lossy(),
         std::process::id()
     ));
+    let mut created = false;
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = create_temporary(&tmp)?;
+        created = true;
         f.write_all(to_text(b).as_bytes())?;
         f.sync_all()?;
+        check_target(path)?;
         std::fs::rename(&tmp, path)?;
         std::fs::File::open(dir)?.sync_all()
     })();
-    if result.is_err() {
+    if result.is_err() && created {
         let _ = std::fs::remove_file(&tmp);
     }
     result
 }
 
 /// Loads into `b`; a missing file is not an error (nothing learned yet).
+/// Something that is not a table is [`LoadError::Refused`] without being
+/// read past its first line (and a pipe or device not opened at all); a
+/// table that cannot be trusted is [`LoadError::Unusable`].
 pub fn load(b: &mut Bandit, path: &Path) -> Result<bool, LoadError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => from_text(b, &text).map(|()| true).map_err(|e| {
-            LoadError(format!(
-                "{} is not used: {e}; it will be replaced when the table is next saved",
-                path.display()
-            ))
-        }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(LoadError(format!("cannot read {}: {e}", path.display()))),
+    let refused = |e: io::Error| LoadError::Refused(format!("cannot read {}: {e}", path.display()));
+    match kleinrock_files::kind(path) {
+        Ok(kleinrock_files::Kind::Absent) => return Ok(false),
+        Ok(_) => {}
+        Err(e) => return Err(refused(e)),
     }
+    check_target(path).map_err(|e| LoadError::Refused(e.to_string()))?;
+    let limit = max_len(&b.cfg);
+    let mut bytes = Vec::new();
+    kleinrock_files::open_file(path)
+        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(refused)?;
+    let unusable = |why: String| {
+        LoadError::Unusable(format!(
+            "{} is not used: {why}; it will be replaced when the table is next saved",
+            path.display()
+        ))
+    };
+    if bytes.len() as u64 > limit {
+        return Err(unusable(format!(
+            "it is longer than any table of these candidates and capacity ({limit} bytes)"
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| unusable("it is not text".into()))?;
+    from_text(b, &text)
+        .map(|()| true)
+        .map_err(|e| unusable(e.to_string()))
 }
 
 #[cfg(test)]
@@ -374,7 +498,7 @@ mod tests {
         let text = to_text(&b);
         let mut fresh = Bandit::new(b.cfg.clone());
         for cut in [10, text.len() / 2, text.len() - 5] {
-            let e = from_text(&mut fresh, &text[..cut]).unwrap_err().0;
+            let e = from_text(&mut fresh, &text[..cut]).unwrap_err().to_string();
             assert!(e.contains("truncated"), "{cut}: {e}");
         }
         // One digit of the first peer's statistics changed.
@@ -389,7 +513,7 @@ mod tests {
         assert_ne!(flipped, text);
         assert!(from_text(&mut fresh, &flipped)
             .unwrap_err()
-            .0
+            .to_string()
             .contains("checksum"));
         assert_eq!(fresh.peers_len(), 0, "nothing half-loaded");
         // Size records out of order, or belonging to no peer.
@@ -403,7 +527,7 @@ mod tests {
         };
         assert!(from_text(&mut fresh, &reordered)
             .unwrap_err()
-            .0
+            .to_string()
             .contains("belongs to no peer"));
         let swapped = {
             let body = text[..text.rfind("end ").unwrap()].to_string();
@@ -415,13 +539,193 @@ mod tests {
         };
         assert!(from_text(&mut fresh, &swapped)
             .unwrap_err()
-            .0
+            .to_string()
             .contains("out of order"));
         let other = Bandit::new(Config::default());
         let mut o = other.clone();
         assert!(from_text(&mut o, &text)
             .unwrap_err()
-            .0
+            .to_string()
             .contains("other candidate"));
+    }
+
+    /// The body of `text` (without its `end` line), as lines.
+    fn body(text: &str) -> Vec<String> {
+        text[..text.rfind("end ").unwrap()]
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// `text` with the first line beginning `prefix` edited by `edit`,
+    /// resealed.
+    fn edited(text: &str, prefix: &str, edit: &dyn Fn(&str) -> String) -> String {
+        let mut lines = body(text);
+        let at = lines.iter().position(|l| l.starts_with(prefix)).unwrap();
+        lines[at] = edit(&lines[at]);
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        resealed(&refs)
+    }
+
+    /// A `size` line whose first arm's field `i` is `v`.
+    fn set_arm_field(line: &str, i: usize, v: &str) -> String {
+        let mut f: Vec<String> = line.split(' ').map(str::to_string).collect();
+        let mut arm: Vec<String> = f[3].split(':').map(str::to_string).collect();
+        arm[i] = v.to_string();
+        f[3] = arm.join(":");
+        f.join(" ")
+    }
+
+    #[test]
+    fn a_sealed_table_with_impossible_contents_is_refused() {
+        let b = learned();
+        let text = to_text(&b);
+        let refuse = |t: &str, want: &str| {
+            let mut fresh = Bandit::new(b.cfg.clone());
+            let e = from_text(&mut fresh, t).unwrap_err();
+            assert!(matches!(e, LoadError::Unusable(_)));
+            assert!(e.to_string().contains(want), "want {want}, got {e}");
+            assert_eq!(fresh.peers_len(), 0, "nothing half-loaded");
+        };
+        // No connections of an algorithm, but sums (the n = 0).
+        let zero_n = edited(&text, "size ", &|l| {
+            set_arm_field(&set_arm_field(l, 0, "0"), 13, "0")
+        });
+        refuse(&zero_n, "an algorithm has statistics but no connections");
+        // A rate sum no connection count explains.
+        let huge = edited(&text, "size ", &|l| set_arm_field(l, 2, "1e300"));
+        refuse(&huge, "beyond what its connections could add");
+        // Counts past 2^53, which would wrap a u64 when counted on.
+        let wraps = edited(&text, "peer ", &|l| {
+            let mut f: Vec<&str> = l.split(' ').collect();
+            f[2] = "18446744073709551615";
+            f.join(" ")
+        });
+        refuse(&wraps, "a connection count is beyond 2^53");
+        // Demand of 1e308, which printed as "inf%".
+        let demand = edited(&text, "size ", &|l| {
+            let mut f: Vec<&str> = l.split(' ').collect();
+            f[2] = "1e308";
+            f.join(" ")
+        });
+        refuse(&demand, "more demand than connections");
+        let resets = edited(&text, "peer ", &|l| {
+            let mut f: Vec<&str> = l.split(' ').collect();
+            f[4] = "99999999999";
+            f.join(" ")
+        });
+        refuse(&resets, "a count of path changes is beyond 2^32");
+        let change = edited(&text, "peer ", &|l| {
+            let mut f: Vec<&str> = l.split(' ').collect();
+            f[3] = "7";
+            f.join(" ")
+        });
+        refuse(&change, "at or beyond the detector's threshold");
+        // The same peer twice; a prefix that is not one; no fleet record.
+        let mut lines = body(&text);
+        let first: Vec<String> = {
+            let at = lines.iter().position(|l| l.starts_with("peer ")).unwrap();
+            let end = lines[at + 1..]
+                .iter()
+                .position(|l| !l.starts_with("size "))
+                .unwrap()
+                + at
+                + 1;
+            lines[at..end].to_vec()
+        };
+        lines.splice(2..2, first);
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        refuse(&resealed(&refs), "is listed twice");
+        let prefix = edited(&text, "prefix 10.0.0.0 ", &|l| {
+            l.replacen("10.0.0.0", "10.0.0.7", 1)
+        });
+        refuse(&prefix, "a prefix record's address is not a prefix");
+        let lines: Vec<String> = body(&text)
+            .into_iter()
+            .filter(|l| !l.starts_with("fleet"))
+            .collect();
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        refuse(&resealed(&refs), "it has no fleet record");
+        let fleet = edited(&text, "fleet", &|l| {
+            let mut f: Vec<&str> = l.split(' ').collect();
+            f[1] = "0.5:0";
+            f.join(" ")
+        });
+        refuse(&fleet, "the fleet record's counts are impossible");
+        // The table itself is possible, and every entry it saves is.
+        let mut fresh = Bandit::new(b.cfg.clone());
+        from_text(&mut fresh, &text).unwrap();
+    }
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("kleinrock-persist-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn only_a_table_is_read_or_replaced() {
+        let b = learned();
+        let d = scratch("targets");
+        let notes = d.join("notes");
+        std::fs::write(&notes, "my notes\n").unwrap();
+        let fifo = d.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let table = d.join("table");
+        save(&b, &table).unwrap();
+        let link = d.join("link");
+        std::os::unix::fs::symlink(&table, &link).unwrap();
+        let empty = d.join("empty");
+        std::fs::write(&empty, "").unwrap();
+        for (p, want) in [
+            (notes.as_path(), "is not a Kleinrock table"),
+            (empty.as_path(), "is not a Kleinrock table"),
+            (fifo.as_path(), "is a named pipe (FIFO), not a regular file"),
+            (link.as_path(), "is a symbolic link, not a regular file"),
+            (
+                Path::new("/dev/null"),
+                "is a character device, not a regular file",
+            ),
+            (d.as_path(), "is a directory, not a regular file"),
+        ] {
+            let e = save(&b, p).unwrap_err().to_string();
+            assert!(e.contains(want), "{}: {e}", p.display());
+            // Loading neither blocks on the pipe nor trusts any of them.
+            let mut c = Bandit::new(b.cfg.clone());
+            match load(&mut c, p) {
+                Err(LoadError::Refused(e)) => assert!(e.contains(want), "{e}"),
+                other => panic!("{}: {other:?}", p.display()),
+            }
+        }
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes\n");
+        assert_eq!(
+            kleinrock_files::kind(&fifo).unwrap(),
+            kleinrock_files::Kind::Fifo
+        );
+        assert_eq!(
+            kleinrock_files::kind(&link).unwrap(),
+            kleinrock_files::Kind::Symlink
+        );
+        // A table of another version is ours: not used, but replaced.
+        std::fs::write(&table, "kleinrock-select 2\nold\n").unwrap();
+        let mut c = Bandit::new(b.cfg.clone());
+        assert!(matches!(load(&mut c, &table), Err(LoadError::Unusable(_))));
+        save(&b, &table).unwrap();
+        assert!(load(&mut c, &table).unwrap());
+        // A file longer than any table of the configuration is not read.
+        let small = Bandit::new(Config {
+            capacity: 1,
+            candidates: b.cfg.candidates.clone(),
+            ..Config::default()
+        });
+        let long = format!("{MAGIC}\n{}", "x".repeat(max_len(&small.cfg) as usize));
+        std::fs::write(&table, long).unwrap();
+        let mut c = small.clone();
+        let e = load(&mut c, &table).unwrap_err().to_string();
+        assert!(e.contains("is longer than any table"), "{e}");
     }
 }

@@ -3,14 +3,45 @@
 
 use std::fs;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
-/// Runs the binary this package builds.
+/// Runs the binary this package builds, killing it (and failing) if it has
+/// not finished in five minutes: a command blocked for ever, on a named
+/// pipe say, must fail the test rather than hang the suite.
 pub fn kleinrock(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kleinrock"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kleinrock"))
         .args(args)
-        .output()
-        .expect("the binary runs")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // Drain the pipes while waiting, so a chatty run cannot block on them.
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let stdout = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut v).map(|_| v)
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut v).map(|_| v)
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("waits") {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(300) {
+            let _ = child.kill();
+            panic!("kleinrock {args:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap().unwrap(),
+        stderr: stderr.join().unwrap().unwrap(),
+    }
 }
 
 /// (stdout, stderr).

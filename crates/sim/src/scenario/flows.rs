@@ -1,6 +1,7 @@
 //! The traffic: `[[flow]]` (bulk, transfers, request/response; replicated
 //! with `count` and `stagger`), `[[ping]]` and `[[udp]]`.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use kleinrock_cc::Algorithm;
@@ -24,7 +25,7 @@ pub(super) struct FlowSection {
     size: Option<S<String>>,
     count: Option<S<i64>>,
     stagger: Option<S<String>>,
-    trace: Option<String>,
+    trace: Option<S<String>>,
     request: Option<S<String>>,
     response: Option<S<String>>,
     think: Option<S<String>>,
@@ -59,6 +60,8 @@ pub(super) fn flows(
     dir: Option<&Path>,
 ) -> Result<Vec<FlowConfig>, ScenarioError> {
     let mut flows = Vec::new();
+    // Every trace path so far: each is one flow's.
+    let mut traced = HashSet::new();
     for fs in sections {
         let cc: Algorithm = match fs.cc.get_ref().parse() {
             Ok(a) => a,
@@ -91,12 +94,24 @@ pub(super) fn flows(
             Some(s) => src.duration(s, "stagger")?,
             None => 0,
         };
+        if let Some(t) = &fs.trace {
+            if count > 1 && !t.get_ref().contains("{i}") {
+                return src.err(
+                    t.span(),
+                    format!(
+                        "`trace` = \"{}\" would be written by all {count} flows of `count` at once; put {{i}} in the name for each flow's own, e.g. \"{}\"",
+                        t.get_ref(),
+                        example_with_index(t.get_ref())
+                    ),
+                );
+            }
+        }
         for i in 0..count {
             let trace = fs.trace.as_ref().map(|t| {
                 let name = if count > 1 {
-                    t.replace("{i}", &i.to_string())
+                    t.get_ref().replace("{i}", &i.to_string())
                 } else {
-                    t.clone()
+                    t.get_ref().clone()
                 };
                 let p = PathBuf::from(name);
                 match dir {
@@ -104,6 +119,17 @@ pub(super) fn flows(
                     _ => p,
                 }
             });
+            if let (Some(p), Some(t)) = (&trace, &fs.trace) {
+                if !traced.insert(p.clone()) {
+                    return src.err(
+                        t.span(),
+                        format!(
+                            "`trace` = \"{}\" is also another flow's trace, and two flows writing one file leave it corrupt; give each flow its own",
+                            t.get_ref()
+                        ),
+                    );
+                }
+            }
             flows.push(FlowConfig {
                 cc: cc.clone(),
                 rtt,
@@ -117,6 +143,19 @@ pub(super) fn flows(
         }
     }
     Ok(flows)
+}
+
+/// `name` with `-{i}` before its extensions: what a replicated flow's
+/// trace should be called.
+fn example_with_index(name: &str) -> String {
+    let (dir, file) = match name.rfind('/') {
+        Some(at) => name.split_at(at + 1),
+        None => ("", name),
+    };
+    match file.find('.') {
+        Some(at) if at > 0 => format!("{dir}{}-{{i}}{}", &file[..at], &file[at..]),
+        _ => format!("{name}-{{i}}"),
+    }
 }
 
 /// `response` (and optionally `request` and `think`) make a flow
@@ -315,5 +354,51 @@ mod tests {
             )
         );
         assert_eq!(request(1448, "1448B"), Ok(1500));
+    }
+
+    #[test]
+    fn a_trace_is_one_flows() {
+        let flow = |extra: &str| format!("[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n{extra}");
+        let parsed = |flows: &str| {
+            parse(
+                &format!("duration = \"1s\"\n[link]\nrate = \"10Mbit\"\n{flows}"),
+                "t.toml",
+                None,
+            )
+        };
+        // `count = 3` without {i}: three flows would write one gzip.
+        let e = parsed(&flow("count = 3\ntrace = \"out/cubic.csv.gz\"\n"))
+            .unwrap_err()
+            .0;
+        assert_eq!(
+            e,
+            "t.toml line 8: `trace` = \"out/cubic.csv.gz\" would be written by all 3 flows of `count` at once; put {i} in the name for each flow's own, e.g. \"out/cubic-{i}.csv.gz\""
+        );
+        let c = parsed(&flow("count = 3\ntrace = \"cubic-{i}.csv.gz\"\n")).unwrap();
+        let names: Vec<_> = c.flows.iter().map(|f| f.trace.clone().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["cubic-0.csv.gz", "cubic-1.csv.gz", "cubic-2.csv.gz"].map(std::path::PathBuf::from)
+        );
+        // Two sections naming one file, or a section's {i} another's name.
+        let e = parsed(&format!(
+            "{}{}",
+            flow("trace = \"t.csv\"\n"),
+            flow("trace = \"t.csv\"\n")
+        ))
+        .unwrap_err()
+        .0;
+        assert!(
+            e.starts_with("t.toml line 11: `trace` = \"t.csv\" is also another flow's trace"),
+            "{e}"
+        );
+        let e = parsed(&format!(
+            "{}{}",
+            flow("trace = \"t-1.csv\"\n"),
+            flow("count = 2\ntrace = \"t-{i}.csv\"\n")
+        ))
+        .unwrap_err()
+        .0;
+        assert!(e.contains("is also another flow's trace"), "{e}");
     }
 }
