@@ -110,39 +110,88 @@ fn a_single_drop_is_repaired_by_rack_fast_retransmit_and_prr() {
     assert_eq!((after.ca_state, after.cwnd), ("Open", ssthresh));
 }
 
+/// The `pkts_acked` rows of a flow's recorded trace: `as_pkts_acked`, and
+/// `snd_una`, `sacked_out` and `high_seq` (in segments) as the hook saw
+/// them.
+fn pkts_acked_rows(mut f: FlowConfig, drops: Vec<u64>, name: &str) -> Vec<[u32; 4]> {
+    let path =
+        std::env::temp_dir().join(format!("kleinrock-acked-{name}-{}.csv", std::process::id()));
+    f.trace = Some(path.clone());
+    run(with_loss(dumbbell(10_000_000, 1000, 0, 2, vec![f]), drops));
+    let columns = [
+        "as_pkts_acked",
+        "pre_snd_una",
+        "pre_sacked_out",
+        "pre_high_seq",
+    ];
+    let rows = trace_rows(&path, &columns);
+    std::fs::remove_file(&path).ok();
+    rows.into_iter()
+        .filter(|(hook, _)| hook == "pkts_acked")
+        .map(|(_, c)| {
+            [
+                c[0] as u32,
+                (c[1] / 1448) as u32,
+                c[2] as u32,
+                (c[3] / 1448) as u32,
+            ]
+        })
+        .collect()
+}
+
 #[test]
 fn pkts_acked_counts_cumulative_acks_as_the_kernel_does() {
-    // tcp_clean_rtx_queue(): `pkts_acked` is what the cumulative ACK
-    // covered, segments SACKed earlier included; an ACK that only SACKs
-    // reports 0 (and is still reported, for its RTT sample).
-    let path = std::env::temp_dir().join(format!("kleinrock-acked-{}.csv", std::process::id()));
-    let mut f = flow("reno", 40);
-    f.trace = Some(path.clone());
-    run(with_loss(
-        dumbbell(10_000_000, 1000, 0, 2, vec![f]),
-        vec![200],
-    ));
-    let mut r = kleinrock_trace::read::TraceReader::open(&path).unwrap();
-    let (hook, acked) = (
-        r.column("hook").unwrap(),
-        r.column("as_pkts_acked").unwrap(),
-    );
-    let mut counts = Vec::new();
-    while r.next_row().unwrap().is_some() {
-        if r.text(hook) == "pkts_acked" {
-            counts.push(r.cells()[acked].unwrap());
-        }
-    }
-    std::fs::remove_file(&path).ok();
-    assert!(
-        counts.iter().filter(|&&n| n == 0).count() > 10,
-        "SACK-only ACKs"
-    );
-    let most = *counts.iter().max().unwrap();
-    assert!(
-        most > 20,
-        "the ACK that fills the hole covers the SACKed segments: {most}"
-    );
+    // tcp_clean_rtx_queue() hands pkts_acked the segments the cumulative
+    // ACK took off the retransmission queue, those SACKed earlier
+    // included; an ACK that only SACKs reports 0 (and is still reported,
+    // for its RTT sample).
+    //
+    // A 20-segment transfer that loses segment 3, worked by hand:
+    // - 0-9 leave at once (initial window 10).
+    // - 0, 1 and 2 arrive in order and the receiver, in quick-ACK mode,
+    //   ACKs each: 1, 1, 1. Slow start sends two segments per ACK: 10-15.
+    // - Every later arrival is out of order and ACKed at once with its
+    //   SACK: 0 each. The first SACK (of 4) puts the sender in Disorder,
+    //   where it and the second (of 5) each let a new segment out (16,
+    //   17); the third brings sacked_out to the reordering threshold of 3:
+    //   RACK marks 3 lost, Recovery starts at snd_nxt 18, and 3 is
+    //   retransmitted behind 0-17. PRR sends 18 and 19 after it.
+    // - So 4-17 arrive before the retransmission: 14 SACK-only ACKs.
+    // - The retransmission fills the hole: its ACK covers 3-17, the hole
+    //   and the 14 segments SACKed above it: 15. Not 18 and 19, which
+    //   left after it.
+    // - 18 and 19 arrive in order; the receiver has spent its 16 quick
+    //   ACKs (TCP_MAX_QUICKACKS) and ACKs the two together: 2.
+    let mut transfer = flow("reno", 40);
+    transfer.size_segments = Some(20);
+    let rows = pkts_acked_rows(transfer, vec![3], "transfer");
+    let counts: Vec<u32> = rows.iter().map(|r| r[0]).collect();
+    let mut want = vec![1, 1, 1];
+    want.extend([0; 14]);
+    want.extend([15, 2]);
+    assert_eq!(counts, want);
+    // The hook sees the socket after the clean-up: the ACK before found
+    // snd_una at the hole with 14 segments SACKed above it; the filling
+    // ACK leaves snd_una at Recovery's high_seq, 18, nothing SACKed.
+    assert_eq!(rows[16][1..3], [3, 14]);
+    assert_eq!(rows[17][1..], [18, 0, 18]);
+
+    // The same on a bulk flow that loses its 201st segment deep in slow
+    // start: every segment sent before the retransmission (up to
+    // high_seq, snd_nxt when Recovery began) arrives first and is SACKed,
+    // one SACK-only ACK each; the retransmission's ACK then covers the hole
+    // and all of them at once, and nothing PRR sent after it.
+    let rows = pkts_acked_rows(flow("reno", 40), vec![200], "bulk");
+    let fill = rows
+        .iter()
+        .position(|r| r[1] > 200)
+        .expect("an ACK moves snd_una past the hole");
+    let ([_, una, sacked, _], [acked, una_after, _, high_seq]) = (rows[fill - 1], rows[fill]);
+    assert_eq!((una, sacked, una_after, high_seq), (200, 211, 412, 412));
+    assert_eq!(acked, high_seq - una);
+    assert_eq!(acked, 1 + sacked);
+    let sack_only = rows.iter().filter(|r| r[0] == 0).count();
+    assert_eq!(sack_only, sacked as usize);
 }
 
 #[test]
