@@ -210,21 +210,83 @@ fn a_tail_drop_is_repaired_by_the_loss_probe() {
 
 #[test]
 fn a_burst_loss_times_out_and_backs_off() {
+    let path = std::env::temp_dir().join(format!("kleinrock-burst-{}.csv", std::process::id()));
     let mut f = flow("reno", 40);
     f.size_segments = Some(100);
-    // Segments 60-99, the loss probe (packet 100) and the first RTO's
-    // retransmission (packet 101) are all lost: two RTOs, the second after
-    // twice the first's timeout.
+    f.trace = Some(path.clone());
+    // Segments 60-99, the loss probe (packet 100, a new copy of 99) and
+    // the first RTO's retransmission (packet 101) are all lost: two RTOs,
+    // the second after twice the first's timeout.
     let r = run(with_loss(
         dumbbell(10_000_000, 1000, 0, 10, vec![f]),
         (60..=101).collect(),
     ));
     let f = &r.flows[0];
-    assert_eq!(f.rtos, 2);
-    assert_eq!(f.retransmits, 42);
-    // First RTO ~0.25 s after the burst, the second ~0.5 s after that.
-    let done = f.completion_s.unwrap();
-    assert!((1.1..1.7).contains(&done), "{done}");
+    // 60 at each RTO, 99 by the probe, 61-99 in Loss's slow start.
+    assert_eq!((f.rtos, f.tlps, f.retransmits), (2, 1, 1 + 1 + 1 + 39));
+    let rows = trace_rows(
+        &path,
+        &[
+            "ts_ns",
+            "arg_u",
+            "as_pkts_acked",
+            "pre_snd_una",
+            "pre_srtt_us",
+            "ret",
+            "post_snd_cwnd",
+        ],
+    );
+    std::fs::remove_file(&path).ok();
+    let una = |c: &[i128]| c[3] / 1448;
+    // Each timeout enters Loss (set_state 4) with snd_una at the hole, 60.
+    let losses: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].0 == "set_state" && rows[i].1[1] == 4)
+        .collect();
+    assert_eq!(losses.len(), 2, "{rows:?}");
+    for &i in &losses {
+        assert_eq!((una(&rows[i].1), rows[i].1[6]), (60, 1), "cwnd 1 at 60");
+    }
+    // The first reduces (tcp_enter_loss(): ssthresh, CA_EVENT_LOSS), from
+    // cwnd 70 to ssthresh 35; the second, already in Loss with
+    // icsk_retransmits set, does not: no hook runs between the two.
+    let first = losses[0];
+    let hooks = [&rows[first - 2].0, &rows[first - 1].0];
+    assert_eq!(hooks, ["ssthresh", "cwnd_event"]);
+    assert_eq!((rows[first - 2].1[5], rows[first - 1].1[1]), (35, 3));
+    assert_eq!(losses[1], first + 1);
+
+    // The times, from the kernel's arithmetic at HZ=250 (4 ms jiffies,
+    // usecs_to_jiffies() rounding up): the last ACK before the burst
+    // (snd_una to 60) arms the loss probe at 2 srtt + 2 jiffies
+    // (tcp_schedule_loss_probe()); the probe re-arms the RTO a full
+    // srtt + rttvar from its own time, rttvar at its 200 ms floor
+    // (slow start's RTT samples vary far less); the second RTO comes at
+    // twice that (icsk_backoff).
+    let jiffies = |us: i128| (us + 3999) / 4000 * 4_000_000;
+    let srtt_x8 = rows[first].1[4];
+    let rto_us = (srtt_x8 >> 3) + 200_000;
+    let last_ack = rows[..first]
+        .iter()
+        .rev()
+        .find(|(h, c)| h == "pkts_acked" && una(c) == 60)
+        .expect("the ACK of 0-59")
+        .1[0];
+    let probe = last_ack + jiffies(srtt_x8 >> 2) + 2 * 4_000_000;
+    let rto1 = rows[first].1[0];
+    let rto2 = rows[losses[1]].1[0];
+    assert_eq!(rto1, probe + jiffies(rto_us), "first RTO");
+    assert_eq!(rto2, rto1 + jiffies(2 * rto_us), "second RTO");
+    // The next ACK covers snd_una's segment alone: each timeout
+    // retransmitted it, and only it.
+    let next = rows[losses[1]..]
+        .iter()
+        .find(|(h, _)| h == "pkts_acked")
+        .unwrap();
+    assert_eq!((next.1[2], una(&next.1)), (1, 61));
+    // Then slow start from cwnd 1 over the other 39 segments: the lone
+    // retransmission's delayed ACK and about seven rounds of ~45 ms.
+    let done = f.completion_s.unwrap() - rto2 as f64 / 1e9;
+    assert!((0.3..0.4).contains(&done), "{done} s after the second RTO");
 }
 
 #[test]
