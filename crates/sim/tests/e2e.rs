@@ -362,18 +362,59 @@ fn reno_fills_a_10_mbit_link_and_its_buffer() {
 
 #[test]
 fn reno_goodput_falls_with_loss_as_the_square_root_law_says() {
-    // Mathis et al.: goodput ~ MSS / RTT * 1.22 / sqrt(p). Between p = 0.1%
-    // and 1% goodput should fall by about sqrt(10) = 3.16.
-    let g = |ppm| {
-        let mut c = dumbbell(100_000_000, 2000, ppm, 60, vec![flow("reno", 40)]);
-        c.seed = 5;
-        run(c).flows[0].goodput_bps
+    // Mathis, Semke, Mahdavi and Ott (CCR 1997): goodput = MSS / RTT *
+    // C / sqrt(p), with C = sqrt(3 / (2b)) for a window that halves on a
+    // loss and grows by 1/cwnd on each ACK, an ACK covering b segments:
+    // one ACK per segment, C = sqrt(3/2) = 1.22; delayed ACKs of every
+    // second segment, sqrt(3/4) = 0.87. These runs use delayed ACKs, but
+    // Linux Reno grows by the segments an ACK covers (tcp_cong_avoid_ai()
+    // adds `acked`, RFC 3465's counting), so cwnd still grows one segment
+    // per RTT: b = 1 in effect, C = sqrt(3/2). (Runs without delayed ACKs
+    // give the same C within 3%.)
+    //
+    // The model is an approximation: over seeds 1-8 and loss rates 0.1%,
+    // 0.2%, 0.5% and 1%, the mean C (with the loss rate each run saw) was
+    // 1.34, 1.27, 1.23 and 1.17: random rather than periodic losses raise
+    // it at low rates, recovery's cost in small windows lowers it at high
+    // ones. So the mean of four seeds must lie within 12% of sqrt(3/2),
+    // 1.08 to 1.37; a wrong beta (0.7: C = sqrt((1 + b) / (2 (1 - b))) =
+    // 1.68) or growth per ACK under delayed ACKs (0.87) falls outside.
+    let c_and_goodput = |ppm: u32| {
+        let runs: Vec<(f64, f64)> = std::thread::scope(|s| {
+            let runs: Vec<_> = (1..=4)
+                .map(|seed| {
+                    s.spawn(move || {
+                        let mut c = dumbbell(100_000_000, 2000, ppm, 60, vec![flow("reno", 40)]);
+                        c.seed = seed;
+                        let r = run(c);
+                        let p = r.links[0].loss_drops as f64 / r.links[0].tx_packets as f64;
+                        let f = &r.flows[0];
+                        let mathis = 1448.0 * 8.0 / (f.rtt_p50_ms / 1e3) / p.sqrt();
+                        (f.goodput_bps / mathis, f.goodput_bps)
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mean = |i: usize| runs.iter().map(|r| [r.0, r.1][i]).sum::<f64>() / 4.0;
+        (mean(0), mean(1))
     };
-    let (hi, lo) = (g(1_000), g(10_000));
+    let c_law = 1.5f64.sqrt();
+    let (c_hi, hi) = c_and_goodput(1_000);
+    let (c_lo, lo) = c_and_goodput(10_000);
+    for (p, c) in [("0.1%", c_hi), ("1%", c_lo)] {
+        assert!(
+            (c / c_law - 1.0).abs() < 0.12,
+            "at {p} loss C = {c:.3}, Mathis's is {c_law:.3}"
+        );
+    }
+    // Ten times the loss, a third of the goodput: sqrt(10) = 3.16, a
+    // little more as C drifts down with the loss rate.
     let ratio = hi / lo;
-    assert!((2.2..4.5).contains(&ratio), "{hi} / {lo} = {ratio}");
-    let mathis = 1448.0 * 8.0 / 0.040 * 1.22 / 0.001f64.sqrt();
-    assert!((hi / mathis - 1.0).abs() < 0.5, "{hi} vs Mathis {mathis}");
+    assert!(
+        (10f64.sqrt()..1.2 * 10f64.sqrt()).contains(&ratio),
+        "{hi} / {lo} = {ratio}"
+    );
 }
 
 #[test]
