@@ -370,7 +370,7 @@ fn reno_goodput_falls_with_loss_as_the_square_root_law_says() {
     // Linux Reno grows by the segments an ACK covers (tcp_cong_avoid_ai()
     // adds `acked`, RFC 3465's counting), so cwnd still grows one segment
     // per RTT: b = 1 in effect, C = sqrt(3/2). (Runs without delayed ACKs
-    // give the same C within 3%.)
+    // give a C at most 6% higher.)
     //
     // The model is an approximation: over seeds 1-8 and loss rates 0.1%,
     // 0.2%, 0.5% and 1%, the mean C (with the loss rate each run saw) was
