@@ -573,8 +573,8 @@ fn codel_holds_a_standing_queue_near_its_target() {
         let first_drop = up.iter().find(|q| q.drops > 0).unwrap().t;
         let rose = up
             .iter()
-            .filter(|q| q.t < first_drop && (q.delay_us as f64) <= target_ms * 1e3)
-            .last()
+            .rev()
+            .find(|q| q.t < first_drop && (q.delay_us as f64) <= target_ms * 1e3)
             .unwrap()
             .t;
         let waited_ms = (first_drop - rose) * 1e3;
@@ -773,20 +773,6 @@ fn pacing_spreads_slow_start_bursts() {
         g2 > 0.8 * g1,
         "pacing costs little throughput: {g2} vs {g1}"
     );
-}
-
-#[test]
-fn bbr_keeps_the_link_under_random_loss_where_cubic_collapses() {
-    // Seed 004 / the BBR paper: at 1% random loss on 100 Mbit/s, 100 ms,
-    // loss-based CUBIC falls to a few Mbit/s, BBR keeps most of the link.
-    let g = |cc: &str| {
-        let mut c = dumbbell(100_000_000, 833, 10_000, 30, vec![flow(cc, 100)]);
-        c.sample_interval = SEC;
-        run(c).flows[0].goodput_bps / 1e6
-    };
-    let (bbr, cubic) = (g("bbr"), g("cubic"));
-    assert!(bbr > 75.0, "BBR {bbr} Mbit/s");
-    assert!(cubic < 5.0, "CUBIC {cubic} Mbit/s");
 }
 
 #[test]
@@ -996,50 +982,6 @@ fn a_simulated_dctcp_flow_replays_exactly() {
     }
 }
 
-/// One flow of `cc` with a ping every 200 ms on 10 Mbit/s, 40 ms, an
-/// 84-packet FIFO: seed 002's testbed.
-fn cdg_testbed(cc: &str, secs: u64) -> Results {
-    use kleinrock_sim::world::PingConfig;
-    let mut c = dumbbell(10_000_000, 84, 0, secs, vec![flow(cc, 40)]);
-    c.pings.push(PingConfig {
-        rtt: 40 * MS,
-        interval: 200 * MS,
-        start: 0,
-        stop: None,
-    });
-    run(c)
-}
-
-#[test]
-fn cdg_keeps_the_ping_low_where_cubic_fills_the_fifo() {
-    // Seed 002 (Jonassen, single upload with ping): CUBIC fills the 84
-    // packets (100 ms at 10 Mbit/s) and the ping rises to the full queue;
-    // CDG, alone, keeps the queue short at similar throughput.
-    let cdg = cdg_testbed("cdg", 60);
-    let cubic = cdg_testbed("cubic", 60);
-    let (g_cdg, g_cubic) = (cdg.flows[0].goodput_bps, cubic.flows[0].goodput_bps);
-    let (p_cdg, p_cubic) = (cdg.pings[0].rtt_p50_ms, cubic.pings[0].rtt_p50_ms);
-    assert!(
-        g_cdg > 0.85 * g_cubic,
-        "CDG {g_cdg} vs CUBIC {g_cubic} bit/s"
-    );
-    assert!(p_cubic > 110.0, "CUBIC ping p50 {p_cubic} ms");
-    assert!(p_cdg < 55.0, "CDG ping p50 {p_cdg} ms");
-    assert_eq!(
-        cdg.flows[0].retransmits, 0,
-        "CDG backed off before the FIFO overflowed"
-    );
-}
-
-#[test]
-fn two_cdg_flows_share_the_link() {
-    // Seed 002, "homogeneous capacity sharing": two CDG flows, the second
-    // 5 s late, on the 10 Mbit/s testbed.
-    let (a, b) = late_start_shares("cdg", 10_000_000, 84, 5);
-    let jain = jain2(a, b);
-    assert!(jain >= 0.95, "Jain {jain}: {a} vs {b}");
-}
-
 /// The slow-start exit of one CDG flow: ssthresh when it first becomes
 /// finite.
 fn cdg_exit_window(spec: &str, paced: bool) -> u32 {
@@ -1121,7 +1063,8 @@ fn own_cwr_edges(path: &std::path::Path) -> (u32, u32) {
 #[test]
 fn cdg_with_the_ports_own_cwr_backs_off_without_the_cores_cwr_and_replays_exactly() {
     // cwr=own is the BPF port's CWR: the window is cut at the backoff and
-    // the core stays Open. Seed 002's testbed, as above.
+    // the core stays Open. Seed 002's testbed: 10 Mbit/s, 40 ms, an
+    // 84-packet FIFO.
     let path =
         std::env::temp_dir().join(format!("kleinrock-cdg-own-{}.csv.gz", std::process::id()));
     let mut f = flow("cdg:cwr=own", 40);
