@@ -1,4 +1,12 @@
-//! End-to-end behaviour of the simulated TCP.
+//! End-to-end behaviour of the simulated TCP: each test runs the simulator
+//! on a small dumbbell and asserts a mechanism (loss recovery, timers,
+//! ACK policy, AQMs, pacing) or an algorithm's published behaviour.
+//!
+//! Where a run's value is exact for its seed, the tests assert it exactly
+//! or derive it; ranges are left where a test is meant to survive changes
+//! of the model (an algorithm's published behaviour), and say so. Tests
+//! whose names say `round_trip` replay a trace the simulator recorded into
+//! the same Rust algorithm: they test recording and replay, not Linux.
 
 use kleinrock_cc::Algorithm;
 use kleinrock_sim::time::{MS, SEC};
@@ -461,7 +469,12 @@ fn same_seed_same_bytes_other_seed_other_losses() {
 }
 
 #[test]
-fn simulated_flows_record_traces_that_replay_exactly() {
+fn round_trip_simulated_flows_traces_replay_exactly() {
+    // A round-trip, not evidence of Linux: the simulator records the trace
+    // through the Rust algorithm and the replayer runs the same Rust
+    // algorithm over it, so agreement shows that recording and replay lose
+    // nothing. crates/kernel's conformance tests replay the kernel's own
+    // traces.
     const SPECS: [&str; 3] = [
         "cubic",
         "reno:hystart=hspp",
@@ -504,6 +517,7 @@ fn simulated_flows_record_traces_that_replay_exactly() {
             );
         }
     }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A CUBIC and a Reno flow on 10 Mbit/s, 40 ms, through `queue`.
@@ -776,7 +790,12 @@ fn pacing_spreads_slow_start_bursts() {
 }
 
 #[test]
-fn a_simulated_bbr_flow_replays_exactly_random_phase_included() {
+fn round_trip_a_simulated_bbr_flows_trace_replays_exactly_random_phase_included() {
+    // A round-trip, not evidence of Linux: the simulator records the trace
+    // through the Rust algorithm and the replayer runs the same Rust
+    // algorithm over it, so agreement shows that recording and replay lose
+    // nothing (BBR's random draws included). crates/kernel's conformance
+    // tests replay the kernel's own traces.
     let dir = std::env::temp_dir().join(format!("kleinrock-sim-bbr-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut f = flow("bbr", 40);
@@ -791,6 +810,7 @@ fn a_simulated_bbr_flow_replays_exactly_random_phase_included() {
         &mut |_| {},
     )
     .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
     assert!(report.rows > 1000);
     assert!(report.agrees(), "{report}");
     assert!(report.per_hook.contains_key("cong_control"));
@@ -955,7 +975,12 @@ fn dctcp_holds_the_queue_near_the_marking_threshold_at_full_rate() {
 }
 
 #[test]
-fn a_simulated_dctcp_flow_replays_exactly() {
+fn round_trip_a_simulated_dctcp_flows_trace_replays_exactly_and_only_with_its_gain() {
+    // A round-trip, not evidence of Linux: the simulator records the trace
+    // through the Rust algorithm and the replayer runs the same Rust
+    // algorithm over it, so agreement shows that recording and replay lose
+    // nothing and that the gain leaves a mark. crates/kernel's conformance
+    // tests replay the kernel's own traces.
     let path = std::env::temp_dir().join(format!("kleinrock-dctcp-{}.csv.gz", std::process::id()));
     let mut f = FlowConfig {
         rtt: 500 * kleinrock_sim::time::US,
@@ -1018,7 +1043,13 @@ fn paced_cdg_needs_hystart_delay_detection_only() {
 }
 
 #[test]
-fn a_simulated_cdg_flow_replays_exactly_backoff_draws_included() {
+fn round_trip_a_simulated_cdg_flows_trace_replays_exactly_backoff_draws_included() {
+    // A round-trip, not evidence of Linux: the simulator records the trace
+    // through the Rust algorithm and the replayer runs the same Rust
+    // algorithm over it, so agreement shows that recording and replay lose
+    // nothing (CDG's backoff draws included) and that backoff_beta leaves a
+    // mark. crates/kernel's conformance tests replay the kernel's own
+    // traces.
     let path = std::env::temp_dir().join(format!("kleinrock-cdg-{}.csv.gz", std::process::id()));
     let mut f = flow("cdg", 40);
     f.trace = Some(path.clone());
@@ -1061,7 +1092,13 @@ fn own_cwr_edges(path: &std::path::Path) -> (u32, u32) {
 }
 
 #[test]
-fn cdg_with_the_ports_own_cwr_backs_off_without_the_cores_cwr_and_replays_exactly() {
+fn cdg_with_the_ports_own_cwr_backs_off_without_the_cores_cwr_and_round_trips() {
+    // A round-trip, not evidence of Linux: the simulator records the trace
+    // through the Rust algorithm and the replayer runs the same Rust
+    // algorithm over it, so agreement shows that recording and replay lose
+    // nothing and that the two CWRs differ. crates/kernel's conformance
+    // tests replay the kernel's own traces.
+    //
     // cwr=own is the BPF port's CWR: the window is cut at the backoff and
     // the core stays Open. Seed 002's testbed: 10 Mbit/s, 40 ms, an
     // 84-packet FIFO.
@@ -1291,7 +1328,10 @@ fn f_rto_undoes_the_timeouts_of_a_delay_spike() {
     let (h, c) = &rows[at + 1];
     assert_eq!((h.as_str(), c[0]), ("set_state", 0));
     assert_eq!(c[3], ssthresh_before.max(cwnd_at_rto * 3 / 4));
-    // The trace replays exactly, undo_cwnd rows included.
+    // The trace replays exactly, undo_cwnd rows included: a round-trip
+    // through the Rust algorithm (recording and replay agree), not
+    // evidence of Linux; the undo arithmetic above is checked against
+    // tcp_reno_undo_cwnd() and tcp_undo_cwnd_reduction() by hand.
     let report = kleinrock_trace::replay(&path, "reno".parse().unwrap(), 250, &mut |_| {}).unwrap();
     std::fs::remove_file(&path).ok();
     assert!(report.agrees(), "{report}");
