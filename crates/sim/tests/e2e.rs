@@ -212,8 +212,13 @@ fn a_tail_drop_is_repaired_by_the_loss_probe() {
     ));
     let f = &r.flows[0];
     assert_eq!((f.retransmits, f.tlps, f.rtos), (1, 1, 0));
-    // About four RTTs of slow start plus a probe after ~2 RTT, no RTO.
-    assert!(f.completion_s.unwrap() < 0.6, "{:?}", f.completion_s);
+    // Slow start delivers 0-48 by about 0.19 s. With one segment out, the
+    // probe waits 2 srtt + 200 ms for a delayed ACK
+    // (tcp_schedule_loss_probe()), capped at the RTO's deadline (srtt +
+    // 200 ms, ~0.26 s): it fires instead of the RTO, and the receiver
+    // ACKs the lone segment an RTT and its 40 ms delayed-ACK timer later.
+    let done = f.completion_s.unwrap();
+    assert!((0.5..0.55).contains(&done), "{done}");
 }
 
 #[test]
@@ -312,18 +317,22 @@ fn the_rate_sampler_reads_the_bottleneck_rate() {
 
 #[test]
 fn delayed_acks_halve_the_ack_count() {
+    // One ACK per two segments, and a few more: the first 16 segments'
+    // quick ACKs and the immediate ACKs of out-of-order segments after
+    // each drop of the 84-packet FIFO (0.8% of the segments).
     let r = run(dumbbell(10_000_000, 84, 0, 20, vec![flow("reno", 40)]));
     let (data, acks) = (r.links[0].tx_packets as f64, r.links[1].tx_packets as f64);
     assert!(
-        (acks / data - 0.5).abs() < 0.05,
+        (0.5..0.53).contains(&(acks / data)),
         "{acks} ACKs for {data} segments"
     );
     let mut c = dumbbell(10_000_000, 84, 0, 20, vec![flow("reno", 40)]);
     c.delayed_acks = false;
     let r = run(c);
+    // One per segment that arrives; the FIFO's drops never do.
     let (data, acks) = (r.links[0].tx_packets as f64, r.links[1].tx_packets as f64);
     assert!(
-        (acks / data - 1.0).abs() < 0.02,
+        (0.99..=1.0).contains(&(acks / data)),
         "{acks} ACKs for {data} segments"
     );
 }
@@ -351,10 +360,14 @@ fn link_delay_adds_to_every_flows_rtt() {
 fn reno_fills_a_10_mbit_link_and_its_buffer() {
     let r = run(dumbbell(10_000_000, 84, 0, 30, vec![flow("reno", 40)]));
     let f = &r.flows[0];
-    assert!(f.goodput_bps > 9e6, "{}", f.goodput_bps);
-    // 84 packets of 1.2 ms: up to ~100 ms of queue on a 40 ms path.
+    // The link: 99% of its payload rate (1448 of every 1500 bytes).
+    let payload_bps = 10e6 * 1448.0 / 1500.0;
+    assert!(f.goodput_bps > 0.99 * payload_bps, "{}", f.goodput_bps);
+    // The buffer: 84 packets of 1.2 ms, 100.8 ms of queue on a 40 ms path;
+    // the RTT's 95th percentile is within two packets of a full buffer.
+    let full_ms = 40.0 + 84.0 * 1.2;
     assert!(
-        f.rtt_p95_ms > 120.0 && f.rtt_p95_ms < 145.0,
+        (full_ms - 2.4..=full_ms).contains(&f.rtt_p95_ms),
         "{}",
         f.rtt_p95_ms
     );
@@ -365,7 +378,7 @@ fn reno_fills_a_10_mbit_link_and_its_buffer() {
         .map(|q| q.packets)
         .max()
         .unwrap();
-    assert!(q_max <= 84);
+    assert_eq!(q_max, 84);
 }
 
 #[test]
@@ -649,6 +662,10 @@ fn with_ecn_aqms_mark_instead_of_dropping() {
         let up = r.links[0];
         assert!(up.marks > 10, "{q:?}: {} marks", up.marks);
         assert_eq!(up.queue_drops, 0, "{q:?} dropped");
+        // Nothing lost, so nothing recovered: every reduction was ECN's.
+        for f in &r.flows {
+            assert_eq!((f.recoveries, f.retransmits), (0, 0), "{q:?}: {f:?}");
+        }
         let total: f64 = r.flows.iter().map(|f| f.goodput_bps).sum();
         assert!(total > 8.5e6, "{q:?}: utilisation {total}");
     }
@@ -676,12 +693,22 @@ fn ping_measures_the_queue_a_bulk_flow_builds() {
     });
     let r = run(c);
     let p = &r.pings[0];
-    assert!(p.sent >= 99 && p.received >= p.sent - 1, "{p:?}");
-    // Idle path 40 ms; under CUBIC the 84-packet FIFO adds up to ~100 ms.
-    assert!(p.rtt_p50_ms > 70.0 && p.rtt_p95_ms < 150.0, "{p:?}");
+    // One every 200 ms from 0 to 20 s inclusive; the last is still out
+    // when the run ends.
+    assert_eq!((p.sent, p.received), (101, 100), "{p:?}");
+    // Idle path 40 ms; under CUBIC the 84-packet FIFO adds up to 100.8
+    // ms, and CUBIC's cut to 0.7 of its window (84 packets of queue plus
+    // a 33-packet BDP) leaves about 49 packets, 59 ms, queued.
+    let full_ms = 40.0 + 84.0 * 1.2 + 0.2;
+    assert!(
+        p.rtt_p50_ms > 40.0 + 49.0 * 1.2 && p.rtt_p95_ms < full_ms,
+        "{p:?}"
+    );
+    // Before the flow starts the queue is empty: the path and the 84-byte
+    // ping's serialization on both links (67.2 us each).
     let first = r.ping_series.first().unwrap();
     assert!(
-        (first.rtt_ms - 40.0).abs() < 2.0,
+        (first.rtt_ms - 40.1344).abs() < 0.001,
         "before the flow starts the queue is empty: {}",
         first.rtt_ms
     );
@@ -709,9 +736,10 @@ fn a_trace_link_delivers_at_its_opportunities() {
     c.links[0].trace = Some(trace);
     c.sample_interval = 250 * MS;
     let r = run(c);
-    // The mean is 30 Mbit/s of 1500-byte packets; CUBIC gets most of it.
+    // The mean is 30 Mbit/s of 1500-byte packets, 28.96 of payload; the
+    // 200-packet queue never empties and CUBIC gets 98% of it.
     let g = r.flows[0].goodput_bps / 1e6;
-    assert!((22.0..29.0).contains(&g), "{g}");
+    assert!((0.98 * 28.96..28.96).contains(&g), "{g}");
     // Goodput follows the trace's fast and slow halves.
     let half = |fast: bool| -> f64 {
         r.flow_series
@@ -724,8 +752,11 @@ fn a_trace_link_delivers_at_its_opportunities() {
             .map(|s| s.goodput_bps)
             .sum()
     };
+    // 4 to 1, as the trace, less the ACK clock's lag (an RTT and the
+    // queue) that carries some of each half into the next sample.
+    let ratio = half(true) / half(false);
     assert!(
-        half(true) > 2.0 * half(false),
+        (3.5..=4.0).contains(&ratio),
         "fast {} slow {}",
         half(true),
         half(false)
@@ -745,11 +776,16 @@ fn request_response_flows_complete_responses_and_restart_from_idle() {
     });
     let r = run(dumbbell(100_000_000, 1000, 0, 20, vec![f]));
     let s = &r.flows[0];
-    assert!((17..=20).contains(&s.responses), "{s:?}");
+    // Every response restarts from the same idle state, so all take the
+    // same time: the request's half RTT, then 10, 20 and 40 segments in
+    // three rounds of slow start, about 125 ms. With the 1 s think time a
+    // cycle is about 1.125 s: 18 responses end within the 20 s.
+    assert_eq!(s.response_p50_ms, s.response_p95_ms, "{s:?}");
     assert!(
-        s.response_p50_ms > 120.0 && s.response_p50_ms < 250.0,
+        s.response_p50_ms > 120.0 && s.response_p50_ms < 130.0,
         "{s:?}"
     );
+    assert_eq!(s.responses, 18, "{s:?}");
     // Everything delivered belongs to completed responses, plus at most the
     // one in progress when the run ended.
     let per = 70 * 1448;
@@ -778,14 +814,16 @@ fn pacing_spreads_slow_start_bursts() {
     let (burst, g1) = max_queue(false);
     let (paced, g2) = max_queue(true);
     // Unpaced, each slow-start round leaves as a line-rate burst twice the
-    // last; paced at 200% of cwnd/srtt, the queue stays far smaller.
+    // last, and the queue grows by tens of packets (77); paced at 200% of
+    // cwnd/srtt, below the link's rate in the first 0.2 s, packets find
+    // at most one ahead of them.
     assert!(
-        paced * 3 < burst,
+        paced <= 1 && burst > 60,
         "paced {paced} vs unpaced {burst} packets"
     );
     assert!(
-        g2 > 0.8 * g1,
-        "pacing costs little throughput: {g2} vs {g1}"
+        (g2 / g1 - 1.0).abs() < 0.01,
+        "pacing costs no throughput: {g2} vs {g1}"
     );
 }
 
@@ -1291,7 +1329,11 @@ fn f_rto_undoes_the_timeouts_of_a_delay_spike() {
     let r = delay_spike("reno", &path);
     let f = &r.flows[0];
     assert_eq!((r.links[0].loss_drops, r.links[0].queue_drops), (0, 0));
-    assert!(f.rtos >= 1, "the gap outlasts the RTO");
+    // All 500 segments are out before the gap; it outlasts the loss probe
+    // (a new copy of the last segment) and one RTO (snd_una's segment;
+    // the backed-off second would come after the gap ends); nothing more
+    // is retransmitted before the undo.
+    assert_eq!((f.tlps, f.rtos, f.retransmits), (1, 1, 2));
     let rows = trace_rows(
         &path,
         &[
