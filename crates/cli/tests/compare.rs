@@ -119,6 +119,9 @@ fn compare_writes_a_report_with_every_run() {
             "{series}"
         );
     }
+    for f in &flent {
+        flent_holds_the_run(f);
+    }
     // Deterministic: the same command writes the same summary.
     let again = dir.join("again");
     let o = kleinrock(&[
@@ -136,6 +139,53 @@ fn compare_writes_a_report_with_every_run() {
     ]);
     assert!(o.status.success());
     assert_eq!(csv, fs::read_to_string(again.join("summary.csv")).unwrap());
+}
+
+/// A flent file `runs/RUN.flent.gz` holds its run's series as
+/// `runs/RUN/` has them: each upload's throughput (Mbit/s) and the ping's
+/// RTTs, in order.
+fn flent_holds_the_run(path: &Path) {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy();
+    let dir = path.with_file_name(name.trim_end_matches(".flent.gz"));
+    let vals = |series: &str| -> Vec<f64> {
+        j["raw_values"][series]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["val"].as_f64().unwrap())
+            .collect()
+    };
+    let flows = csv_rows(&dir.join("flows.csv"));
+    for (flow, series) in [("0", "TCP upload::1"), ("1", "TCP upload::2")] {
+        let want: Vec<f64> = flows
+            .iter()
+            .filter(|s| s["flow"] == flow)
+            .map(|s| s["throughput_bps"].parse::<f64>().unwrap() / 1e6)
+            .collect();
+        let got = vals(series);
+        assert_eq!(got.len(), want.len(), "{name} {series}");
+        // flows.csv rounds to a bit/s, flent to a micro-Mbit/s.
+        assert!(
+            got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-6),
+            "{name} {series}"
+        );
+    }
+    let pings: Vec<f64> = csv_rows(&dir.join("pings.csv"))
+        .iter()
+        .map(|p| p["rtt_ms"].parse().unwrap())
+        .collect();
+    let got = vals("Ping (ms) ICMP");
+    assert_eq!(got.len(), pings.len(), "{name} pings");
+    // pings.csv rounds to a microsecond.
+    assert!(
+        got.iter().zip(&pings).all(|(g, w)| (g - w).abs() <= 5e-4),
+        "{name} pings"
+    );
 }
 
 /// A CSV file's rows, each cell by its column's name.
