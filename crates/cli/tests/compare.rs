@@ -10,6 +10,10 @@ use std::process::Command;
 
 use common::{kleinrock, scenarios, text, tmpdir};
 
+// Reads back the plots' SVG; the report's own tests use it too.
+#[path = "../../report/tests/svg/mod.rs"]
+mod svg;
+
 const SCENARIO: &str = r#"
 name = "two uploads and a ping"
 duration = "12s"
@@ -89,6 +93,7 @@ fn compare_writes_a_report_with_every_run() {
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(runs.iter().filter(|p| p.is_dir()).count(), 12);
+    report_shows_the_runs(&out, &html);
     let flent: Vec<_> = runs
         .iter()
         .filter(|p| p.to_string_lossy().ends_with(".flent.gz"))
@@ -114,6 +119,9 @@ fn compare_writes_a_report_with_every_run() {
             "{series}"
         );
     }
+    for f in &flent {
+        flent_holds_the_run(f);
+    }
     // Deterministic: the same command writes the same summary.
     let again = dir.join("again");
     let o = kleinrock(&[
@@ -131,6 +139,171 @@ fn compare_writes_a_report_with_every_run() {
     ]);
     assert!(o.status.success());
     assert_eq!(csv, fs::read_to_string(again.join("summary.csv")).unwrap());
+}
+
+/// A flent file `runs/RUN.flent.gz` holds its run's series as
+/// `runs/RUN/` has them: each upload's throughput (Mbit/s) and the ping's
+/// RTTs, in order.
+fn flent_holds_the_run(path: &Path) {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy();
+    let dir = path.with_file_name(name.trim_end_matches(".flent.gz"));
+    let vals = |series: &str| -> Vec<f64> {
+        j["raw_values"][series]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["val"].as_f64().unwrap())
+            .collect()
+    };
+    let flows = csv_rows(&dir.join("flows.csv"));
+    for (flow, series) in [("0", "TCP upload::1"), ("1", "TCP upload::2")] {
+        let want: Vec<f64> = flows
+            .iter()
+            .filter(|s| s["flow"] == flow)
+            .map(|s| s["throughput_bps"].parse::<f64>().unwrap() / 1e6)
+            .collect();
+        let got = vals(series);
+        assert_eq!(got.len(), want.len(), "{name} {series}");
+        // flows.csv rounds to a bit/s, flent to a micro-Mbit/s.
+        assert!(
+            got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-6),
+            "{name} {series}"
+        );
+    }
+    let pings: Vec<f64> = csv_rows(&dir.join("pings.csv"))
+        .iter()
+        .map(|p| p["rtt_ms"].parse().unwrap())
+        .collect();
+    let got = vals("Ping (ms) ICMP");
+    assert_eq!(got.len(), pings.len(), "{name} pings");
+    // pings.csv rounds to a microsecond.
+    assert!(
+        got.iter().zip(&pings).all(|(g, w)| (g - w).abs() <= 5e-4),
+        "{name} pings"
+    );
+}
+
+/// A CSV file's rows, each cell by its column's name.
+fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let text = fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .zip(l.split(','))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Each summary.csv row is its run's: the run's files (its flows'
+/// retransmissions, the quantiles of its ping and queue series) and
+/// comparison.json agree with it. Returns the rows.
+fn summary_is_the_runs(out: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    use kleinrock_report::run::quantile;
+    let summary = csv_rows(&out.join("summary.csv"));
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("comparison.json")).unwrap()).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), summary.len());
+    let column = |rows: &[std::collections::HashMap<String, String>], key: &str| -> Vec<f64> {
+        rows.iter().map(|r| r[key].parse().unwrap()).collect()
+    };
+    for (row, j) in summary.iter().zip(runs) {
+        let dir = out.join("runs").join(&row["run"]);
+        assert_eq!(j["run"], row["run"].as_str());
+        assert_eq!(
+            row["goodput_bps"],
+            format!("{:.0}", j["goodput_bps"].as_f64().unwrap())
+        );
+        let flows = csv_rows(&dir.join("summary.csv"));
+        let retransmits: u64 = flows
+            .iter()
+            .map(|f| f["retransmits"].parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(row["retransmits"], retransmits.to_string(), "{row:?}");
+        // RTT: the pings' when there are any.
+        let mut pings = column(&csv_rows(&dir.join("pings.csv")), "rtt_ms");
+        if !pings.is_empty() {
+            for (key, q) in [("rtt_p50_ms", 0.5), ("rtt_p95_ms", 0.95)] {
+                assert_eq!(row[key], format!("{:.3}", quantile(&mut pings, q)), "{key}");
+            }
+        }
+        // The queue of the link that carried the most bytes.
+        let results: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+        let bytes = |l: &str| results["links"][l]["tx_bytes"].as_u64().unwrap();
+        let link = if bytes("down") > bytes("up") {
+            "down"
+        } else {
+            "up"
+        };
+        let samples: Vec<_> = csv_rows(&dir.join("queues.csv"))
+            .into_iter()
+            .filter(|q| q["link"] == link)
+            .collect();
+        let mut queue: Vec<f64> = column(&samples, "delay_us")
+            .iter()
+            .map(|d| d / 1e3)
+            .collect();
+        assert_eq!(
+            row["queue_p95_ms"],
+            format!("{:.3}", quantile(&mut queue, 0.95)),
+            "{row:?}"
+        );
+    }
+    summary
+}
+
+/// The report's numbers are its runs' (see [`summary_is_the_runs`]), and
+/// its throughput and RTT plots draw the shown runs' series (seed 1, loss
+/// 0%) as the runs' files hold them.
+fn report_shows_the_runs(out: &Path, html: &str) {
+    let summary = summary_is_the_runs(out);
+    let plots = svg::plots(html);
+    let plot = |title: &str| {
+        plots
+            .iter()
+            .find(|p| p.title() == title)
+            .unwrap_or_else(|| panic!("no plot titled {title}"))
+    };
+    for spec in ["cubic", "cdg", "bbr"] {
+        let shown = summary
+            .iter()
+            .find(|r| r["algorithm"] == spec && r["loss"] == "0%" && r["seed"] == "1")
+            .unwrap();
+        let dir = out.join("runs").join(&shown["run"]);
+        let flows = csv_rows(&dir.join("flows.csv"));
+        let throughput = plot(&format!("Throughput over time: {spec}"));
+        for f in ["0", "1"] {
+            let series: Vec<(f64, f64)> = flows
+                .iter()
+                .filter(|s| s["flow"] == f)
+                .map(|s| {
+                    (
+                        s["t"].parse().unwrap(),
+                        s["throughput_bps"].parse::<f64>().unwrap() / 1e6,
+                    )
+                })
+                .collect();
+            let colour = throughput.colour_of(&format!("{spec} flow {f}"));
+            throughput.assert_line(&format!("{spec} flow {f}"), &colour, false, &series);
+        }
+        let pings: Vec<(f64, f64)> = csv_rows(&dir.join("pings.csv"))
+            .iter()
+            .map(|p| (p["t"].parse().unwrap(), p["rtt_ms"].parse().unwrap()))
+            .collect();
+        let rtt = plot("RTT over time");
+        rtt.assert_line(spec, &rtt.colour_of(spec), false, &pings);
+    }
 }
 
 #[test]
@@ -297,6 +470,12 @@ fn compare_works_on_every_shipped_scenario() {
             String::from_utf8_lossy(&o.stderr)
         );
         assert!(out.join("report.html").exists(), "{}", path.display());
+        let rows = summary_is_the_runs(&out);
+        let dirs = fs::read_dir(out.join("runs"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().is_dir())
+            .count();
+        assert_eq!(rows.len(), dirs, "{}", path.display());
         n += 1;
     }
     assert!(n >= 15, "{n} scenarios");

@@ -346,6 +346,8 @@ pub fn boxes(title: &str, y_desc: &str, groups: &[Group<f64>]) -> String {
 mod tests {
     use super::*;
 
+    // The labels and the empty plot's message; that each plot draws its
+    // data where its axes say is tests/plots.rs's.
     #[test]
     fn plots_are_svg_with_their_labels_and_empty_plots_say_so() {
         let s = Series {

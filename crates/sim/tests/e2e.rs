@@ -1,4 +1,12 @@
-//! End-to-end behaviour of the simulated TCP.
+//! End-to-end behaviour of the simulated TCP: each test runs the simulator
+//! on a small dumbbell and asserts a mechanism (loss recovery, timers,
+//! ACK policy, AQMs, pacing) or an algorithm's published behaviour.
+//!
+//! Where a run's value is exact for its seed, the tests assert it exactly
+//! or derive it; ranges are left where a test is meant to survive changes
+//! of the model (an algorithm's published behaviour), and say so. Tests
+//! whose names say `round_trip` replay a trace the simulator recorded into
+//! the same Rust algorithm: they test recording and replay, not Linux.
 
 use kleinrock_cc::Algorithm;
 use kleinrock_sim::time::{MS, SEC};
@@ -110,39 +118,88 @@ fn a_single_drop_is_repaired_by_rack_fast_retransmit_and_prr() {
     assert_eq!((after.ca_state, after.cwnd), ("Open", ssthresh));
 }
 
+/// The `pkts_acked` rows of a flow's recorded trace: `as_pkts_acked`, and
+/// `snd_una`, `sacked_out` and `high_seq` (in segments) as the hook saw
+/// them.
+fn pkts_acked_rows(mut f: FlowConfig, drops: Vec<u64>, name: &str) -> Vec<[u32; 4]> {
+    let path =
+        std::env::temp_dir().join(format!("kleinrock-acked-{name}-{}.csv", std::process::id()));
+    f.trace = Some(path.clone());
+    run(with_loss(dumbbell(10_000_000, 1000, 0, 2, vec![f]), drops));
+    let columns = [
+        "as_pkts_acked",
+        "pre_snd_una",
+        "pre_sacked_out",
+        "pre_high_seq",
+    ];
+    let rows = trace_rows(&path, &columns);
+    std::fs::remove_file(&path).ok();
+    rows.into_iter()
+        .filter(|(hook, _)| hook == "pkts_acked")
+        .map(|(_, c)| {
+            [
+                c[0] as u32,
+                (c[1] / 1448) as u32,
+                c[2] as u32,
+                (c[3] / 1448) as u32,
+            ]
+        })
+        .collect()
+}
+
 #[test]
 fn pkts_acked_counts_cumulative_acks_as_the_kernel_does() {
-    // tcp_clean_rtx_queue(): `pkts_acked` is what the cumulative ACK
-    // covered, segments SACKed earlier included; an ACK that only SACKs
-    // reports 0 (and is still reported, for its RTT sample).
-    let path = std::env::temp_dir().join(format!("kleinrock-acked-{}.csv", std::process::id()));
-    let mut f = flow("reno", 40);
-    f.trace = Some(path.clone());
-    run(with_loss(
-        dumbbell(10_000_000, 1000, 0, 2, vec![f]),
-        vec![200],
-    ));
-    let mut r = kleinrock_trace::read::TraceReader::open(&path).unwrap();
-    let (hook, acked) = (
-        r.column("hook").unwrap(),
-        r.column("as_pkts_acked").unwrap(),
-    );
-    let mut counts = Vec::new();
-    while r.next_row().unwrap().is_some() {
-        if r.text(hook) == "pkts_acked" {
-            counts.push(r.cells()[acked].unwrap());
-        }
-    }
-    std::fs::remove_file(&path).ok();
-    assert!(
-        counts.iter().filter(|&&n| n == 0).count() > 10,
-        "SACK-only ACKs"
-    );
-    let most = *counts.iter().max().unwrap();
-    assert!(
-        most > 20,
-        "the ACK that fills the hole covers the SACKed segments: {most}"
-    );
+    // tcp_clean_rtx_queue() hands pkts_acked the segments the cumulative
+    // ACK took off the retransmission queue, those SACKed earlier
+    // included; an ACK that only SACKs reports 0 (and is still reported,
+    // for its RTT sample).
+    //
+    // A 20-segment transfer that loses segment 3, worked by hand:
+    // - 0-9 leave at once (initial window 10).
+    // - 0, 1 and 2 arrive in order and the receiver, in quick-ACK mode,
+    //   ACKs each: 1, 1, 1. Slow start sends two segments per ACK: 10-15.
+    // - Every later arrival is out of order and ACKed at once with its
+    //   SACK: 0 each. The first SACK (of 4) puts the sender in Disorder,
+    //   where it and the second (of 5) each let a new segment out (16,
+    //   17); the third brings sacked_out to the reordering threshold of 3:
+    //   RACK marks 3 lost, Recovery starts at snd_nxt 18, and 3 is
+    //   retransmitted behind 0-17. PRR sends 18 and 19 after it.
+    // - So 4-17 arrive before the retransmission: 14 SACK-only ACKs.
+    // - The retransmission fills the hole: its ACK covers 3-17, the hole
+    //   and the 14 segments SACKed above it: 15. Not 18 and 19, which
+    //   left after it.
+    // - 18 and 19 arrive in order; the receiver has spent its 16 quick
+    //   ACKs (TCP_MAX_QUICKACKS) and ACKs the two together: 2.
+    let mut transfer = flow("reno", 40);
+    transfer.size_segments = Some(20);
+    let rows = pkts_acked_rows(transfer, vec![3], "transfer");
+    let counts: Vec<u32> = rows.iter().map(|r| r[0]).collect();
+    let mut want = vec![1, 1, 1];
+    want.extend([0; 14]);
+    want.extend([15, 2]);
+    assert_eq!(counts, want);
+    // The hook sees the socket after the clean-up: the ACK before found
+    // snd_una at the hole with 14 segments SACKed above it; the filling
+    // ACK leaves snd_una at Recovery's high_seq, 18, nothing SACKed.
+    assert_eq!(rows[16][1..3], [3, 14]);
+    assert_eq!(rows[17][1..], [18, 0, 18]);
+
+    // The same on a bulk flow that loses its 201st segment deep in slow
+    // start: every segment sent before the retransmission (up to
+    // high_seq, snd_nxt when Recovery began) arrives first and is SACKed,
+    // one SACK-only ACK each; the retransmission's ACK then covers the hole
+    // and all of them at once, and nothing PRR sent after it.
+    let rows = pkts_acked_rows(flow("reno", 40), vec![200], "bulk");
+    let fill = rows
+        .iter()
+        .position(|r| r[1] > 200)
+        .expect("an ACK moves snd_una past the hole");
+    let ([_, una, sacked, _], [acked, una_after, _, high_seq]) = (rows[fill - 1], rows[fill]);
+    assert_eq!((una, sacked, una_after, high_seq), (200, 211, 412, 412));
+    assert_eq!(acked, high_seq - una);
+    assert_eq!(acked, 1 + sacked);
+    let sack_only = rows.iter().filter(|r| r[0] == 0).count();
+    assert_eq!(sack_only, sacked as usize);
 }
 
 #[test]
@@ -155,27 +212,94 @@ fn a_tail_drop_is_repaired_by_the_loss_probe() {
     ));
     let f = &r.flows[0];
     assert_eq!((f.retransmits, f.tlps, f.rtos), (1, 1, 0));
-    // About four RTTs of slow start plus a probe after ~2 RTT, no RTO.
-    assert!(f.completion_s.unwrap() < 0.6, "{:?}", f.completion_s);
+    // Slow start delivers 0-48 by about 0.19 s. With one segment out, the
+    // probe waits 2 srtt + 200 ms for a delayed ACK
+    // (tcp_schedule_loss_probe()), capped at the RTO's deadline (srtt +
+    // 200 ms, ~0.26 s): it fires instead of the RTO, and the receiver
+    // ACKs the lone segment an RTT and its 40 ms delayed-ACK timer later.
+    let done = f.completion_s.unwrap();
+    assert!((0.5..0.55).contains(&done), "{done}");
 }
 
 #[test]
 fn a_burst_loss_times_out_and_backs_off() {
+    let path = std::env::temp_dir().join(format!("kleinrock-burst-{}.csv", std::process::id()));
     let mut f = flow("reno", 40);
     f.size_segments = Some(100);
-    // Segments 60-99, the loss probe (packet 100) and the first RTO's
-    // retransmission (packet 101) are all lost: two RTOs, the second after
-    // twice the first's timeout.
+    f.trace = Some(path.clone());
+    // Segments 60-99, the loss probe (packet 100, a new copy of 99) and
+    // the first RTO's retransmission (packet 101) are all lost: two RTOs,
+    // the second after twice the first's timeout.
     let r = run(with_loss(
         dumbbell(10_000_000, 1000, 0, 10, vec![f]),
         (60..=101).collect(),
     ));
     let f = &r.flows[0];
-    assert_eq!(f.rtos, 2);
-    assert_eq!(f.retransmits, 42);
-    // First RTO ~0.25 s after the burst, the second ~0.5 s after that.
-    let done = f.completion_s.unwrap();
-    assert!((1.1..1.7).contains(&done), "{done}");
+    // 60 at each RTO, 99 by the probe, 61-99 in Loss's slow start.
+    assert_eq!((f.rtos, f.tlps, f.retransmits), (2, 1, 1 + 1 + 1 + 39));
+    let rows = trace_rows(
+        &path,
+        &[
+            "ts_ns",
+            "arg_u",
+            "as_pkts_acked",
+            "pre_snd_una",
+            "pre_srtt_us",
+            "ret",
+            "post_snd_cwnd",
+        ],
+    );
+    std::fs::remove_file(&path).ok();
+    let una = |c: &[i128]| c[3] / 1448;
+    // Each timeout enters Loss (set_state 4) with snd_una at the hole, 60.
+    let losses: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].0 == "set_state" && rows[i].1[1] == 4)
+        .collect();
+    assert_eq!(losses.len(), 2, "{rows:?}");
+    for &i in &losses {
+        assert_eq!((una(&rows[i].1), rows[i].1[6]), (60, 1), "cwnd 1 at 60");
+    }
+    // The first reduces (tcp_enter_loss(): ssthresh, CA_EVENT_LOSS), from
+    // cwnd 70 to ssthresh 35; the second, already in Loss with
+    // icsk_retransmits set, does not: no hook runs between the two.
+    let first = losses[0];
+    let hooks = [&rows[first - 2].0, &rows[first - 1].0];
+    assert_eq!(hooks, ["ssthresh", "cwnd_event"]);
+    assert_eq!((rows[first - 2].1[5], rows[first - 1].1[1]), (35, 3));
+    assert_eq!(losses[1], first + 1);
+
+    // The times, from the kernel's arithmetic at HZ=250 (4 ms jiffies,
+    // usecs_to_jiffies() rounding up): the last ACK before the burst
+    // (snd_una to 60) arms the loss probe at 2 srtt + 2 jiffies
+    // (tcp_schedule_loss_probe()); the probe re-arms the RTO a full
+    // srtt + rttvar from its own time, rttvar at its 200 ms floor
+    // (slow start's RTT samples vary far less); the second RTO comes at
+    // twice that (icsk_backoff).
+    let jiffies = |us: i128| (us + 3999) / 4000 * 4_000_000;
+    let srtt_x8 = rows[first].1[4];
+    let rto_us = (srtt_x8 >> 3) + 200_000;
+    let last_ack = rows[..first]
+        .iter()
+        .rev()
+        .find(|(h, c)| h == "pkts_acked" && una(c) == 60)
+        .expect("the ACK of 0-59")
+        .1[0];
+    let probe = last_ack + jiffies(srtt_x8 >> 2) + 2 * 4_000_000;
+    let rto1 = rows[first].1[0];
+    let rto2 = rows[losses[1]].1[0];
+    assert_eq!(rto1, probe + jiffies(rto_us), "first RTO");
+    assert_eq!(rto2, rto1 + jiffies(2 * rto_us), "second RTO");
+    // The next ACK covers snd_una's segment alone: each timeout
+    // retransmitted it, and only it.
+    let next = rows[losses[1]..]
+        .iter()
+        .find(|(h, _)| h == "pkts_acked")
+        .unwrap();
+    assert_eq!((next.1[2], una(&next.1)), (1, 61));
+    // Then slow start from cwnd 1 over the other 39 segments: the lone
+    // retransmission's delayed ACK and about seven rounds of ~45 ms.
+    let done = f.completion_s.unwrap() - rto2 as f64 / 1e9;
+    assert!((0.3..0.4).contains(&done), "{done} s after the second RTO");
 }
 
 #[test]
@@ -193,18 +317,22 @@ fn the_rate_sampler_reads_the_bottleneck_rate() {
 
 #[test]
 fn delayed_acks_halve_the_ack_count() {
+    // One ACK per two segments, and a few more: the first 16 segments'
+    // quick ACKs and the immediate ACKs of out-of-order segments after
+    // each drop of the 84-packet FIFO (0.8% of the segments).
     let r = run(dumbbell(10_000_000, 84, 0, 20, vec![flow("reno", 40)]));
     let (data, acks) = (r.links[0].tx_packets as f64, r.links[1].tx_packets as f64);
     assert!(
-        (acks / data - 0.5).abs() < 0.05,
+        (0.5..0.53).contains(&(acks / data)),
         "{acks} ACKs for {data} segments"
     );
     let mut c = dumbbell(10_000_000, 84, 0, 20, vec![flow("reno", 40)]);
     c.delayed_acks = false;
     let r = run(c);
+    // One per segment that arrives; the FIFO's drops never do.
     let (data, acks) = (r.links[0].tx_packets as f64, r.links[1].tx_packets as f64);
     assert!(
-        (acks / data - 1.0).abs() < 0.02,
+        (0.99..=1.0).contains(&(acks / data)),
         "{acks} ACKs for {data} segments"
     );
 }
@@ -232,10 +360,14 @@ fn link_delay_adds_to_every_flows_rtt() {
 fn reno_fills_a_10_mbit_link_and_its_buffer() {
     let r = run(dumbbell(10_000_000, 84, 0, 30, vec![flow("reno", 40)]));
     let f = &r.flows[0];
-    assert!(f.goodput_bps > 9e6, "{}", f.goodput_bps);
-    // 84 packets of 1.2 ms: up to ~100 ms of queue on a 40 ms path.
+    // The link: 99% of its payload rate (1448 of every 1500 bytes).
+    let payload_bps = 10e6 * 1448.0 / 1500.0;
+    assert!(f.goodput_bps > 0.99 * payload_bps, "{}", f.goodput_bps);
+    // The buffer: 84 packets of 1.2 ms, 100.8 ms of queue on a 40 ms path;
+    // the RTT's 95th percentile is within two packets of a full buffer.
+    let full_ms = 40.0 + 84.0 * 1.2;
     assert!(
-        f.rtt_p95_ms > 120.0 && f.rtt_p95_ms < 145.0,
+        (full_ms - 2.4..=full_ms).contains(&f.rtt_p95_ms),
         "{}",
         f.rtt_p95_ms
     );
@@ -246,23 +378,64 @@ fn reno_fills_a_10_mbit_link_and_its_buffer() {
         .map(|q| q.packets)
         .max()
         .unwrap();
-    assert!(q_max <= 84);
+    assert_eq!(q_max, 84);
 }
 
 #[test]
 fn reno_goodput_falls_with_loss_as_the_square_root_law_says() {
-    // Mathis et al.: goodput ~ MSS / RTT * 1.22 / sqrt(p). Between p = 0.1%
-    // and 1% goodput should fall by about sqrt(10) = 3.16.
-    let g = |ppm| {
-        let mut c = dumbbell(100_000_000, 2000, ppm, 60, vec![flow("reno", 40)]);
-        c.seed = 5;
-        run(c).flows[0].goodput_bps
+    // Mathis, Semke, Mahdavi and Ott (CCR 1997): goodput = MSS / RTT *
+    // C / sqrt(p), with C = sqrt(3 / (2b)) for a window that halves on a
+    // loss and grows by 1/cwnd on each ACK, an ACK covering b segments:
+    // one ACK per segment, C = sqrt(3/2) = 1.22; delayed ACKs of every
+    // second segment, sqrt(3/4) = 0.87. These runs use delayed ACKs, but
+    // Linux Reno grows by the segments an ACK covers (tcp_cong_avoid_ai()
+    // adds `acked`, RFC 3465's counting), so cwnd still grows one segment
+    // per RTT: b = 1 in effect, C = sqrt(3/2). (Runs without delayed ACKs
+    // give a C at most 6% higher.)
+    //
+    // The model is an approximation: over seeds 1-8 and loss rates 0.1%,
+    // 0.2%, 0.5% and 1%, the mean C (with the loss rate each run saw) was
+    // 1.34, 1.27, 1.23 and 1.17: random rather than periodic losses raise
+    // it at low rates, recovery's cost in small windows lowers it at high
+    // ones. So the mean of four seeds must lie within 12% of sqrt(3/2),
+    // 1.08 to 1.37; a wrong beta (0.7: C = sqrt((1 + b) / (2 (1 - b))) =
+    // 1.68) or growth per ACK under delayed ACKs (0.87) falls outside.
+    let c_and_goodput = |ppm: u32| {
+        let runs: Vec<(f64, f64)> = std::thread::scope(|s| {
+            let runs: Vec<_> = (1..=4)
+                .map(|seed| {
+                    s.spawn(move || {
+                        let mut c = dumbbell(100_000_000, 2000, ppm, 60, vec![flow("reno", 40)]);
+                        c.seed = seed;
+                        let r = run(c);
+                        let p = r.links[0].loss_drops as f64 / r.links[0].tx_packets as f64;
+                        let f = &r.flows[0];
+                        let mathis = 1448.0 * 8.0 / (f.rtt_p50_ms / 1e3) / p.sqrt();
+                        (f.goodput_bps / mathis, f.goodput_bps)
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mean = |i: usize| runs.iter().map(|r| [r.0, r.1][i]).sum::<f64>() / 4.0;
+        (mean(0), mean(1))
     };
-    let (hi, lo) = (g(1_000), g(10_000));
+    let c_law = 1.5f64.sqrt();
+    let (c_hi, hi) = c_and_goodput(1_000);
+    let (c_lo, lo) = c_and_goodput(10_000);
+    for (p, c) in [("0.1%", c_hi), ("1%", c_lo)] {
+        assert!(
+            (c / c_law - 1.0).abs() < 0.12,
+            "at {p} loss C = {c:.3}, Mathis's is {c_law:.3}"
+        );
+    }
+    // Ten times the loss, a third of the goodput: sqrt(10) = 3.16, a
+    // little more as C drifts down with the loss rate.
     let ratio = hi / lo;
-    assert!((2.2..4.5).contains(&ratio), "{hi} / {lo} = {ratio}");
-    let mathis = 1448.0 * 8.0 / 0.040 * 1.22 / 0.001f64.sqrt();
-    assert!((hi / mathis - 1.0).abs() < 0.5, "{hi} vs Mathis {mathis}");
+    assert!(
+        (10f64.sqrt()..1.2 * 10f64.sqrt()).contains(&ratio),
+        "{hi} / {lo} = {ratio}"
+    );
 }
 
 #[test]
@@ -309,7 +482,12 @@ fn same_seed_same_bytes_other_seed_other_losses() {
 }
 
 #[test]
-fn simulated_flows_record_traces_that_replay_exactly() {
+fn round_trip_simulated_flows_traces_replay_exactly() {
+    // A round-trip, not evidence of Linux: the simulator records the trace
+    // through the Rust algorithm and the replayer runs the same Rust
+    // algorithm over it, so agreement shows that recording and replay lose
+    // nothing. crates/kernel's conformance tests replay the kernel's own
+    // traces.
     const SPECS: [&str; 3] = [
         "cubic",
         "reno:hystart=hspp",
@@ -352,9 +530,11 @@ fn simulated_flows_record_traces_that_replay_exactly() {
             );
         }
     }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
-fn aqm_run(queue: QueueConfig, ecn: bool) -> Results {
+/// A CUBIC and a Reno flow on 10 Mbit/s, 40 ms, through `queue`.
+fn aqm_config(queue: QueueConfig, ecn: bool) -> Config {
     let mut c = dumbbell(
         10_000_000,
         1000,
@@ -364,7 +544,11 @@ fn aqm_run(queue: QueueConfig, ecn: bool) -> Results {
     );
     c.links[0].queue = queue;
     c.ecn = ecn;
-    run(c)
+    c
+}
+
+fn aqm_run(queue: QueueConfig, ecn: bool) -> Results {
+    run(aqm_config(queue, ecn))
 }
 
 fn median_queue_delay_ms(r: &Results) -> f64 {
@@ -388,19 +572,62 @@ fn codel_holds_a_standing_queue_near_its_target() {
         },
         false,
     );
-    let codel = aqm_run(QueueConfig::Codel(CodelParams::default()), false);
-    let fq = aqm_run(QueueConfig::FqCodel(CodelParams::default()), false);
-    let (f, c, q) = (
-        median_queue_delay_ms(&fifo),
-        median_queue_delay_ms(&codel),
-        median_queue_delay_ms(&fq),
-    );
+    let f = median_queue_delay_ms(&fifo);
     assert!(f > 300.0, "FIFO median queue delay {f} ms");
-    assert!(c < 15.0, "CoDel median queue delay {c} ms");
-    assert!(q < 15.0, "FQ-CoDel median queue delay {q} ms");
-    for r in [&codel, &fq] {
+
+    // The queue's delay (its bytes over the link rate) sampled every
+    // millisecond; its resolution is one 1500-byte packet, 1.2 ms.
+    const PACKET_MS: f64 = 1.2;
+    let prm = CodelParams::default();
+    let (target_ms, interval_ms) = (prm.target as f64 / 1e6, prm.interval as f64 / 1e6);
+    for (name, queue) in [
+        ("CoDel", QueueConfig::Codel(prm)),
+        ("FQ-CoDel", QueueConfig::FqCodel(prm)),
+    ] {
+        let mut c = aqm_config(queue, false);
+        c.sample_interval = MS;
+        let r = run(c);
+        let up: Vec<_> = r.queue_series.iter().filter(|q| q.link == "up").collect();
+        // The dropping state begins only after the sojourn has stayed above
+        // target for a whole interval (codel_should_drop(): the first
+        // packet to leave with a sojourn above target sets
+        // first_above_time an interval ahead). That packet arrived when the
+        // queue's delay passed target, and left target later: the first
+        // drop comes interval + target after the queue's delay last rose
+        // past target, to within a packet and the 1 ms sampling. A target
+        // or interval other than 5 and 100 ms moves it by more than that
+        // (2 ms: 101 ms, 7 ms: 144 ms, interval 50 ms: 56 ms).
+        let first_drop = up.iter().find(|q| q.drops > 0).unwrap().t;
+        let rose = up
+            .iter()
+            .rev()
+            .find(|q| q.t < first_drop && (q.delay_us as f64) <= target_ms * 1e3)
+            .unwrap()
+            .t;
+        let waited_ms = (first_drop - rose) * 1e3;
+        assert!(
+            (waited_ms - (interval_ms + target_ms)).abs() <= 2.0 * PACKET_MS,
+            "{name}: first drop {waited_ms:.1} ms after the queue passed {target_ms} ms"
+        );
+        // Then the standing queue: CoDel holds the FIFO's median at its
+        // target, within the packet's resolution (measured 6.0 ms; a
+        // target of 3 or 7 ms gives 3.6 or 7.2, an interval of 50 or 200
+        // ms 3.6 or 8.4). FQ-CoDel controls each flow's queue on its own,
+        // and their sum sits lower (3.6 ms measured): at most target plus
+        // a packet, at least two packets.
+        let median = median_queue_delay_ms(&r);
+        let band = if name == "CoDel" {
+            target_ms - PACKET_MS..=target_ms + PACKET_MS
+        } else {
+            2.0 * PACKET_MS..=target_ms + PACKET_MS
+        };
+        assert!(
+            band.contains(&median),
+            "{name}: median queue delay {median} ms, target {target_ms} ms"
+        );
+        // At little cost in throughput: 93% of the 9.65 Mbit/s of payload.
         let total: f64 = r.flows.iter().map(|f| f.goodput_bps).sum();
-        assert!(total > 8.5e6, "utilisation {total}");
+        assert!(total > 9.0e6, "{name}: utilisation {total}");
     }
 }
 
@@ -435,6 +662,10 @@ fn with_ecn_aqms_mark_instead_of_dropping() {
         let up = r.links[0];
         assert!(up.marks > 10, "{q:?}: {} marks", up.marks);
         assert_eq!(up.queue_drops, 0, "{q:?} dropped");
+        // Nothing lost, so nothing recovered: every reduction was ECN's.
+        for f in &r.flows {
+            assert_eq!((f.recoveries, f.retransmits), (0, 0), "{q:?}: {f:?}");
+        }
         let total: f64 = r.flows.iter().map(|f| f.goodput_bps).sum();
         assert!(total > 8.5e6, "{q:?}: utilisation {total}");
     }
@@ -462,12 +693,22 @@ fn ping_measures_the_queue_a_bulk_flow_builds() {
     });
     let r = run(c);
     let p = &r.pings[0];
-    assert!(p.sent >= 99 && p.received >= p.sent - 1, "{p:?}");
-    // Idle path 40 ms; under CUBIC the 84-packet FIFO adds up to ~100 ms.
-    assert!(p.rtt_p50_ms > 70.0 && p.rtt_p95_ms < 150.0, "{p:?}");
+    // One every 200 ms from 0 to 20 s inclusive; the last is still out
+    // when the run ends.
+    assert_eq!((p.sent, p.received), (101, 100), "{p:?}");
+    // Idle path 40 ms; under CUBIC the 84-packet FIFO adds up to 100.8
+    // ms, and CUBIC's cut to 0.7 of its window (84 packets of queue plus
+    // a 33-packet BDP) leaves about 49 packets, 59 ms, queued.
+    let full_ms = 40.0 + 84.0 * 1.2 + 0.2;
+    assert!(
+        p.rtt_p50_ms > 40.0 + 49.0 * 1.2 && p.rtt_p95_ms < full_ms,
+        "{p:?}"
+    );
+    // Before the flow starts the queue is empty: the path and the 84-byte
+    // ping's serialization on both links (67.2 us each).
     let first = r.ping_series.first().unwrap();
     assert!(
-        (first.rtt_ms - 40.0).abs() < 2.0,
+        (first.rtt_ms - 40.1344).abs() < 0.001,
         "before the flow starts the queue is empty: {}",
         first.rtt_ms
     );
@@ -495,9 +736,10 @@ fn a_trace_link_delivers_at_its_opportunities() {
     c.links[0].trace = Some(trace);
     c.sample_interval = 250 * MS;
     let r = run(c);
-    // The mean is 30 Mbit/s of 1500-byte packets; CUBIC gets most of it.
+    // The mean is 30 Mbit/s of 1500-byte packets, 28.96 of payload; the
+    // 200-packet queue never empties and CUBIC gets 98% of it.
     let g = r.flows[0].goodput_bps / 1e6;
-    assert!((22.0..29.0).contains(&g), "{g}");
+    assert!((0.98 * 28.96..28.96).contains(&g), "{g}");
     // Goodput follows the trace's fast and slow halves.
     let half = |fast: bool| -> f64 {
         r.flow_series
@@ -510,8 +752,11 @@ fn a_trace_link_delivers_at_its_opportunities() {
             .map(|s| s.goodput_bps)
             .sum()
     };
+    // 4 to 1, as the trace, less the ACK clock's lag (an RTT and the
+    // queue) that carries some of each half into the next sample.
+    let ratio = half(true) / half(false);
     assert!(
-        half(true) > 2.0 * half(false),
+        (3.5..=4.0).contains(&ratio),
         "fast {} slow {}",
         half(true),
         half(false)
@@ -531,11 +776,16 @@ fn request_response_flows_complete_responses_and_restart_from_idle() {
     });
     let r = run(dumbbell(100_000_000, 1000, 0, 20, vec![f]));
     let s = &r.flows[0];
-    assert!((17..=20).contains(&s.responses), "{s:?}");
+    // Every response restarts from the same idle state, so all take the
+    // same time: the request's half RTT, then 10, 20 and 40 segments in
+    // three rounds of slow start, about 125 ms. With the 1 s think time a
+    // cycle is about 1.125 s: 18 responses end within the 20 s.
+    assert_eq!(s.response_p50_ms, s.response_p95_ms, "{s:?}");
     assert!(
-        s.response_p50_ms > 120.0 && s.response_p50_ms < 250.0,
+        s.response_p50_ms > 120.0 && s.response_p50_ms < 130.0,
         "{s:?}"
     );
+    assert_eq!(s.responses, 18, "{s:?}");
     // Everything delivered belongs to completed responses, plus at most the
     // one in progress when the run ended.
     let per = 70 * 1448;
@@ -564,33 +814,26 @@ fn pacing_spreads_slow_start_bursts() {
     let (burst, g1) = max_queue(false);
     let (paced, g2) = max_queue(true);
     // Unpaced, each slow-start round leaves as a line-rate burst twice the
-    // last; paced at 200% of cwnd/srtt, the queue stays far smaller.
+    // last, and the queue grows by tens of packets (77); paced at 200% of
+    // cwnd/srtt, below the link's rate in the first 0.2 s, packets find
+    // at most one ahead of them.
     assert!(
-        paced * 3 < burst,
+        paced <= 1 && burst > 60,
         "paced {paced} vs unpaced {burst} packets"
     );
     assert!(
-        g2 > 0.8 * g1,
-        "pacing costs little throughput: {g2} vs {g1}"
+        (g2 / g1 - 1.0).abs() < 0.01,
+        "pacing costs no throughput: {g2} vs {g1}"
     );
 }
 
 #[test]
-fn bbr_keeps_the_link_under_random_loss_where_cubic_collapses() {
-    // Seed 004 / the BBR paper: at 1% random loss on 100 Mbit/s, 100 ms,
-    // loss-based CUBIC falls to a few Mbit/s, BBR keeps most of the link.
-    let g = |cc: &str| {
-        let mut c = dumbbell(100_000_000, 833, 10_000, 30, vec![flow(cc, 100)]);
-        c.sample_interval = SEC;
-        run(c).flows[0].goodput_bps / 1e6
-    };
-    let (bbr, cubic) = (g("bbr"), g("cubic"));
-    assert!(bbr > 75.0, "BBR {bbr} Mbit/s");
-    assert!(cubic < 5.0, "CUBIC {cubic} Mbit/s");
-}
-
-#[test]
-fn a_simulated_bbr_flow_replays_exactly_random_phase_included() {
+fn round_trip_a_simulated_bbr_flows_trace_replays_exactly_random_phase_included() {
+    // A round-trip, not evidence of Linux: the simulator records the trace
+    // through the Rust algorithm and the replayer runs the same Rust
+    // algorithm over it, so agreement shows that recording and replay lose
+    // nothing (BBR's random draws included). crates/kernel's conformance
+    // tests replay the kernel's own traces.
     let dir = std::env::temp_dir().join(format!("kleinrock-sim-bbr-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut f = flow("bbr", 40);
@@ -605,6 +848,7 @@ fn a_simulated_bbr_flow_replays_exactly_random_phase_included() {
         &mut |_| {},
     )
     .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
     assert!(report.rows > 1000);
     assert!(report.agrees(), "{report}");
     assert!(report.per_hook.contains_key("cong_control"));
@@ -769,7 +1013,12 @@ fn dctcp_holds_the_queue_near_the_marking_threshold_at_full_rate() {
 }
 
 #[test]
-fn a_simulated_dctcp_flow_replays_exactly() {
+fn round_trip_a_simulated_dctcp_flows_trace_replays_exactly_and_only_with_its_gain() {
+    // A round-trip, not evidence of Linux: the simulator records the trace
+    // through the Rust algorithm and the replayer runs the same Rust
+    // algorithm over it, so agreement shows that recording and replay lose
+    // nothing and that the gain leaves a mark. crates/kernel's conformance
+    // tests replay the kernel's own traces.
     let path = std::env::temp_dir().join(format!("kleinrock-dctcp-{}.csv.gz", std::process::id()));
     let mut f = FlowConfig {
         rtt: 500 * kleinrock_sim::time::US,
@@ -794,50 +1043,6 @@ fn a_simulated_dctcp_flow_replays_exactly() {
     for hook in ["in_ack_event", "ssthresh", "set_state", "cong_avoid"] {
         assert!(report.per_hook.contains_key(hook), "no {hook} rows");
     }
-}
-
-/// One flow of `cc` with a ping every 200 ms on 10 Mbit/s, 40 ms, an
-/// 84-packet FIFO: seed 002's testbed.
-fn cdg_testbed(cc: &str, secs: u64) -> Results {
-    use kleinrock_sim::world::PingConfig;
-    let mut c = dumbbell(10_000_000, 84, 0, secs, vec![flow(cc, 40)]);
-    c.pings.push(PingConfig {
-        rtt: 40 * MS,
-        interval: 200 * MS,
-        start: 0,
-        stop: None,
-    });
-    run(c)
-}
-
-#[test]
-fn cdg_keeps_the_ping_low_where_cubic_fills_the_fifo() {
-    // Seed 002 (Jonassen, single upload with ping): CUBIC fills the 84
-    // packets (100 ms at 10 Mbit/s) and the ping rises to the full queue;
-    // CDG, alone, keeps the queue short at similar throughput.
-    let cdg = cdg_testbed("cdg", 60);
-    let cubic = cdg_testbed("cubic", 60);
-    let (g_cdg, g_cubic) = (cdg.flows[0].goodput_bps, cubic.flows[0].goodput_bps);
-    let (p_cdg, p_cubic) = (cdg.pings[0].rtt_p50_ms, cubic.pings[0].rtt_p50_ms);
-    assert!(
-        g_cdg > 0.85 * g_cubic,
-        "CDG {g_cdg} vs CUBIC {g_cubic} bit/s"
-    );
-    assert!(p_cubic > 110.0, "CUBIC ping p50 {p_cubic} ms");
-    assert!(p_cdg < 55.0, "CDG ping p50 {p_cdg} ms");
-    assert_eq!(
-        cdg.flows[0].retransmits, 0,
-        "CDG backed off before the FIFO overflowed"
-    );
-}
-
-#[test]
-fn two_cdg_flows_share_the_link() {
-    // Seed 002, "homogeneous capacity sharing": two CDG flows, the second
-    // 5 s late, on the 10 Mbit/s testbed.
-    let (a, b) = late_start_shares("cdg", 10_000_000, 84, 5);
-    let jain = jain2(a, b);
-    assert!(jain >= 0.95, "Jain {jain}: {a} vs {b}");
 }
 
 /// The slow-start exit of one CDG flow: ssthresh when it first becomes
@@ -876,7 +1081,13 @@ fn paced_cdg_needs_hystart_delay_detection_only() {
 }
 
 #[test]
-fn a_simulated_cdg_flow_replays_exactly_backoff_draws_included() {
+fn round_trip_a_simulated_cdg_flows_trace_replays_exactly_backoff_draws_included() {
+    // A round-trip, not evidence of Linux: the simulator records the trace
+    // through the Rust algorithm and the replayer runs the same Rust
+    // algorithm over it, so agreement shows that recording and replay lose
+    // nothing (CDG's backoff draws included) and that backoff_beta leaves a
+    // mark. crates/kernel's conformance tests replay the kernel's own
+    // traces.
     let path = std::env::temp_dir().join(format!("kleinrock-cdg-{}.csv.gz", std::process::id()));
     let mut f = flow("cdg", 40);
     f.trace = Some(path.clone());
@@ -919,9 +1130,16 @@ fn own_cwr_edges(path: &std::path::Path) -> (u32, u32) {
 }
 
 #[test]
-fn cdg_with_the_ports_own_cwr_backs_off_without_the_cores_cwr_and_replays_exactly() {
+fn cdg_with_the_ports_own_cwr_backs_off_without_the_cores_cwr_and_round_trips() {
+    // A round-trip, not evidence of Linux: the simulator records the trace
+    // through the Rust algorithm and the replayer runs the same Rust
+    // algorithm over it, so agreement shows that recording and replay lose
+    // nothing and that the two CWRs differ. crates/kernel's conformance
+    // tests replay the kernel's own traces.
+    //
     // cwr=own is the BPF port's CWR: the window is cut at the backoff and
-    // the core stays Open. Seed 002's testbed, as above.
+    // the core stays Open. Seed 002's testbed: 10 Mbit/s, 40 ms, an
+    // 84-packet FIFO.
     let path =
         std::env::temp_dir().join(format!("kleinrock-cdg-own-{}.csv.gz", std::process::id()));
     let mut f = flow("cdg:cwr=own", 40);
@@ -1111,7 +1329,11 @@ fn f_rto_undoes_the_timeouts_of_a_delay_spike() {
     let r = delay_spike("reno", &path);
     let f = &r.flows[0];
     assert_eq!((r.links[0].loss_drops, r.links[0].queue_drops), (0, 0));
-    assert!(f.rtos >= 1, "the gap outlasts the RTO");
+    // All 500 segments are out before the gap; it outlasts the loss probe
+    // (a new copy of the last segment) and one RTO (snd_una's segment;
+    // the backed-off second would come after the gap ends); nothing more
+    // is retransmitted before the undo.
+    assert_eq!((f.tlps, f.rtos, f.retransmits), (1, 1, 2));
     let rows = trace_rows(
         &path,
         &[
@@ -1148,7 +1370,10 @@ fn f_rto_undoes_the_timeouts_of_a_delay_spike() {
     let (h, c) = &rows[at + 1];
     assert_eq!((h.as_str(), c[0]), ("set_state", 0));
     assert_eq!(c[3], ssthresh_before.max(cwnd_at_rto * 3 / 4));
-    // The trace replays exactly, undo_cwnd rows included.
+    // The trace replays exactly, undo_cwnd rows included: a round-trip
+    // through the Rust algorithm (recording and replay agree), not
+    // evidence of Linux; the undo arithmetic above is checked against
+    // tcp_reno_undo_cwnd() and tcp_undo_cwnd_reduction() by hand.
     let report = kleinrock_trace::replay(&path, "reno".parse().unwrap(), 250, &mut |_| {}).unwrap();
     std::fs::remove_file(&path).ok();
     assert!(report.agrees(), "{report}");

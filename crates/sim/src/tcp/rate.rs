@@ -172,9 +172,14 @@ mod tests {
                 last = rs;
             }
         }
-        assert!(last.delivered > 0 && last.interval_us > 0);
-        let per_seg = last.interval_us as f64 / last.delivered as f64;
-        assert!((per_seg - 100.0).abs() < 1.0, "{per_seg} us per segment");
+        // The last sample reaches back to the delivery state its segment
+        // left with, 10 ms and 100 deliveries earlier: 101 segments over
+        // 10.1 ms of sending and of ACKs, exactly 100 us each.
+        assert_eq!(
+            (last.delivered, last.snd_interval_us, last.rcv_interval_us),
+            (101, 10_100, 10_100)
+        );
+        assert_eq!(last.interval_us, 10_100);
         assert!(!last.is_app_limited);
     }
 

@@ -60,6 +60,13 @@ fn hooks(s: &mut Sender, path: &Path) -> Vec<String> {
 /// Ten segments out at 0; at 40 ms segments 0-1 are ACKed (cwnd 12,
 /// segments 10-13 sent); then nothing until the loss probe (new
 /// segment 14) and the RTO, which retransmits segment 2 with cwnd 1.
+///
+/// The times, from the kernel's arithmetic at HZ=1000: the ACK's RTT
+/// sample of 40 ms gives srtt 40 ms and rttvar at its 200 ms floor, an RTO
+/// of 240 ms (`__tcp_set_rto()`). The ACK arms the probe at two srtt plus
+/// two jiffies (`tcp_schedule_loss_probe()`): 122 ms. The probe re-arms
+/// the RTO a full RTO from its own time (`tcp_rearm_rto()` with no timer
+/// pending): 362 ms.
 fn until_rto(s: &mut Sender) -> Time {
     let mut out = Vec::new();
     s.start(0, &mut out);
@@ -67,17 +74,38 @@ fn until_rto(s: &mut Sender) -> Time {
     out.clear();
     s.on_ack(40 * MS, &ack(2, &[], false), &mut out);
     assert_eq!((s.sk.snd_cwnd, seqs(&out)), (12, vec![10, 11, 12, 13]));
-    loop {
-        out.clear();
-        let t = s.next_wakeup().unwrap();
-        s.on_timer(t, &mut out);
-        if s.stats.rtos == 1 {
-            assert_eq!((s.stats.tlps, seqs(&out)), (1, vec![2]));
-            assert_eq!((s.sk.snd_cwnd, s.sk.snd_ssthresh), (1, 6));
-            assert_eq!(s.sk.icsk_ca_state, CaState::Loss);
-            return t;
-        }
-    }
+    out.clear();
+    let probe = s.next_wakeup().unwrap();
+    assert_eq!(probe, 122 * MS);
+    s.on_timer(probe, &mut out);
+    assert_eq!((s.stats.tlps, s.stats.rtos, seqs(&out)), (1, 0, vec![14]));
+    out.clear();
+    let rto = s.next_wakeup().unwrap();
+    assert_eq!(rto, 362 * MS);
+    s.on_timer(rto, &mut out);
+    // tcp_retransmit_timer(): the timeout's retransmission is snd_una's
+    // segment, alone, in Loss with cwnd 1 and ssthresh half of 12.
+    assert_eq!((s.stats.rtos, s.sb.una, seqs(&out)), (1, 2, vec![2]));
+    assert_eq!((s.sk.snd_cwnd, s.sk.snd_ssthresh), (1, 6));
+    assert_eq!(s.sk.icsk_ca_state, CaState::Loss);
+    rto
+}
+
+#[test]
+fn the_rto_retransmits_snd_una_and_backs_off_twice_as_long_each_time() {
+    let mut s = reno(None);
+    let first = until_rto(&mut s);
+    // The RTO doubled to 480 ms (icsk_backoff); the second timeout
+    // retransmits snd_una again, and as the first has reduced already
+    // (icsk_retransmits is 1), tcp_enter_loss() leaves ssthresh alone.
+    let mut out = Vec::new();
+    let second = s.next_wakeup().unwrap();
+    assert_eq!(second - first, 480 * MS);
+    s.on_timer(second, &mut out);
+    assert_eq!((s.stats.rtos, seqs(&out)), (2, vec![2]));
+    assert_eq!((s.sk.snd_cwnd, s.sk.snd_ssthresh), (1, 6));
+    assert_eq!(s.sk.icsk_ca_state, CaState::Loss);
+    assert_eq!(s.next_wakeup().unwrap() - second, 960 * MS);
 }
 
 #[test]
