@@ -354,6 +354,10 @@ fn replace_file(path: &Path) -> io::Result<std::fs::File> {
     std::fs::File::create(path)
 }
 
+/// The records a series is reserved for before a run (6 MB of flow
+/// samples): 30 s of samples every 100 ms for 200 flows.
+const RESERVED_SAMPLES: usize = 1 << 16;
+
 /// A run's results.
 #[derive(Clone, Debug)]
 pub struct Results {
@@ -373,17 +377,24 @@ pub struct Results {
 
 impl Results {
     /// Empty results of a run of `duration` with `flows` TCP flows sampled
-    /// every `sample_interval`, their series reserved in full (no growth,
-    /// so no copying, while the run samples).
+    /// every `sample_interval`. Their series are reserved up to
+    /// [`RESERVED_SAMPLES`] records each (no growth, so no copying, while
+    /// an ordinary run samples), and grow beyond: what a run holds comes
+    /// from its input, and is never allocated from it in one piece.
     pub fn new(duration: Time, sample_interval: Time, seed: u64, flows: usize) -> Results {
-        let samples = (duration / sample_interval.max(1)) as usize + 1;
+        let samples = duration / sample_interval.max(1) + 1;
+        let reserve = |per_sample: usize| {
+            samples
+                .saturating_mul(per_sample as u64)
+                .min(RESERVED_SAMPLES as u64) as usize
+        };
         Results {
             duration_s: duration as f64 / 1e9,
             seed,
-            flows: Vec::with_capacity(flows),
+            flows: Vec::with_capacity(flows.min(RESERVED_SAMPLES)),
             rtt: Histogram::default(),
-            flow_series: Vec::with_capacity(samples * flows),
-            queue_series: Vec::with_capacity(samples * 2),
+            flow_series: Vec::with_capacity(reserve(flows)),
+            queue_series: Vec::with_capacity(reserve(2)),
             pings: Vec::new(),
             ping_series: Vec::new(),
             udp: Vec::new(),
