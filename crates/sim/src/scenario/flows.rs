@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned as S;
 
-use super::limits::{self, Within, MAX_FLOWS, MAX_FLOW_SEGMENTS};
+use super::limits::{self, Within, MAX_FLOWS, MAX_FLOW_SEGMENTS, MAX_UDP_PPS};
 use super::units::{fmt_duration, parse_bytes, Source};
 use super::wording::quoted;
 use super::ScenarioError;
@@ -180,10 +180,15 @@ fn request_response(
         (None, None, None) => return Ok(None),
         (req, Some(resp), think) => (req, resp, think),
         (Some(r), None, _) | (None, None, Some(r)) => {
+            let key = if fs.request.is_some() {
+                "request"
+            } else {
+                "think"
+            };
             return src.err(
                 r.span(),
-                "a request/response flow needs `response` (the size of each response)".into(),
-            )
+                format!("`{key}` makes this a request/response flow, which needs `response` (the size of each response)"),
+            );
         }
     };
     if fs.size.is_some() {
@@ -270,6 +275,16 @@ pub(super) fn udp(
                 }
             },
         };
+        let pps = rate_bps / (8 * bytes as u64);
+        if pps > MAX_UDP_PPS {
+            return src.err(
+                u.rate.span(),
+                format!(
+                    "`rate` = {} in datagrams of {bytes} bytes is {pps} datagrams a second, more than {MAX_UDP_PPS}, the limit (as many as the fastest link carries full-sized packets); send larger datagrams or a lower rate",
+                    quoted(u.rate.get_ref())
+                ),
+            );
+        }
         udp.push(UdpConfig {
             rate_bps,
             bytes,

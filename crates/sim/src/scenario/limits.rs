@@ -64,6 +64,13 @@ pub const MIN_PING_INTERVAL: Time = MS;
 /// rates would be misrepresented by the rounding of every packet's time.
 pub const MAX_RATE_BPS: u64 = 1_000_000_000_000;
 
+/// Datagrams a UDP flow sends per second: as many as the fastest link
+/// carries full-sized packets ([`MAX_RATE_BPS`] in 1500-byte packets), so
+/// that small datagrams cannot make a flow of more packets, each an event,
+/// than any link sends (1 Tbit/s of 28-byte datagrams would be 4.5 x 10^9
+/// a second).
+pub const MAX_UDP_PPS: u64 = MAX_RATE_BPS / (8 * 1500);
+
 /// The initial congestion window, segments. Linux takes any 32-bit value
 /// (`ip route ... initcwnd` is an unchecked u32 route metric, and
 /// `tcp_init_cwnd()` clamps it only to `snd_cwnd_clamp`), so the limit is

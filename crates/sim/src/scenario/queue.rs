@@ -38,11 +38,11 @@ pub(super) fn queue(
             format!("`queue` {why}; write a packet count (84), a size (\"64KB\"), a multiple of the BDP (\"1.5bdp\") or a table such as {{ kind = \"codel\" }}"),
         )
     };
-    let too_many = |written: &str, packets: &str| {
+    let too_many = |what: String| {
         src.err(
             q.span(),
             format!(
-                "`queue` = {written} is {packets}, more than {MAX_PACKETS} packets, the limit ({})",
+                "`queue` = {what} more than {MAX_PACKETS} packets, the limit ({})",
                 limits::QUEUE_PACKETS.why
             ),
         )
@@ -51,19 +51,17 @@ pub(super) fn queue(
         toml::Value::Integer(n) if *n < 1 => {
             return bad(&format!("= {n} is smaller than one packet"))
         }
-        toml::Value::Integer(n) if *n as u64 > MAX_PACKETS => {
-            return too_many(&n.to_string(), "that many packets")
-        }
+        toml::Value::Integer(n) if *n as u64 > MAX_PACKETS => return too_many(format!("{n} is")),
         toml::Value::Integer(n) => Limit::Packets(*n as u32),
         toml::Value::String(s) if s.ends_with("bdp") => {
             match s.trim_end_matches("bdp").trim().parse::<f64>() {
                 Ok(x) if x > 0.0 && x.is_finite() => {
                     let packets = (bdp as f64 * x).round();
                     if packets > MAX_PACKETS as f64 {
-                        return too_many(
-                            &quoted(s),
-                            &format!("{packets:.0} packets at a BDP of {bdp}"),
-                        );
+                        return too_many(format!(
+                            "{} is {packets:.0} packets at a BDP of {bdp},",
+                            quoted(s)
+                        ));
                     }
                     Limit::Packets((packets as u32).max(1))
                 }
@@ -120,7 +118,12 @@ fn aqm(
                 format!("queue `kind` = {} is not a queue; valid kinds are codel, fq_codel, red (a FIFO is written as a size)", show_value(other)),
             )
         }
-        None => "",
+        None => {
+            return src.err(
+                span,
+                "a queue table needs `kind`; valid kinds are codel, fq_codel, red (a FIFO is written as a size)".into(),
+            )
+        }
     };
     let allowed: &[&str] = match kind {
         "codel" | "fq_codel" => &["kind", "target", "interval", "limit", "ecn"],

@@ -133,9 +133,17 @@ pub fn fmt_rate(bps: u64) -> String {
     format!("{bps}bit")
 }
 
-/// A size in the largest unit that writes it whole: `15GB`, `1073725440B`.
+/// A size in the largest unit that writes it whole: `15GB`, `1MiB`,
+/// `1073725440B`.
 pub fn fmt_bytes(b: u64) -> String {
-    for (unit, div) in [("GB", 1_000_000_000), ("MB", 1_000_000), ("KB", 1000)] {
+    let units = [
+        ("GB", 1_000_000_000),
+        ("MB", 1_000_000),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KB", 1000),
+    ];
+    for (unit, div) in units {
         if b % div == 0 && b > 0 {
             return format!("{}{unit}", b / div);
         }
@@ -247,6 +255,11 @@ impl Source<'_> {
         }
     }
 
+    /// The value at `span` as the file writes it, as a message shows it.
+    pub fn literal(&self, span: std::ops::Range<usize>) -> String {
+        wording::show(self.text.get(span).unwrap_or_default())
+    }
+
     /// The whole text into `T`, what the parser refuses said in words
     /// (see `wording`).
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T, ScenarioError> {
@@ -344,7 +357,13 @@ impl Source<'_> {
                 format!(
                     "`{key}` = {shown} is smaller than {}, the limit{}",
                     fmt_bytes(w.min.max(1)),
-                    because(w.why)
+                    // The reason is the upper end's, unless the lower end
+                    // is more than a byte.
+                    if w.min > 1 {
+                        because(w.why)
+                    } else {
+                        String::new()
+                    }
                 ),
             ),
             Some(b) => Ok(b.round() as u64),
@@ -442,5 +461,6 @@ mod tests {
         assert_eq!(fmt_duration(US), "1us");
         assert_eq!(fmt_rate(1_000_000_000_000), "1000Gbit");
         assert_eq!(fmt_bytes(65_535 << 14), "1073725440B");
+        assert_eq!(fmt_bytes(1 << 20), "1MiB");
     }
 }

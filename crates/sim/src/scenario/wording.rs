@@ -46,6 +46,12 @@ fn escape(s: &str, keep: usize, quotes: bool) -> String {
     out
 }
 
+/// A TOML literal as written (`"x"`, `1.5`, `[1, 2]`), escaped and cut
+/// as [`show`] does but with its own quotes kept.
+fn show_literal(s: &str) -> String {
+    escape(s, ECHO_CHARS, false)
+}
+
 /// `s` in quotes, as [`show`] shows it.
 pub fn quoted(s: &str) -> String {
     format!("\"{}\"", show(s))
@@ -91,16 +97,14 @@ pub(super) fn parser_error(
     } else if let Some(rest) = message.strip_prefix("invalid type: ") {
         invalid_type(text, at, written, rest)
     } else if message == "duplicate key" {
-        match table_at(text, at) {
-            _ if is_header(text, at) => {
-                format!("[{}] appears twice; a table is written once", show(written))
-            }
-            Some(t) => format!(
+        match (header_line(text, at), table_at(text, at)) {
+            (Some(h), _) => format!("{} appears twice; a table is written once", show(h)),
+            (None, Some(t)) => format!(
                 "`{}` is set twice in {}; a key is written once per table",
                 show(written),
                 show(&t)
             ),
-            None => format!(
+            (None, None) => format!(
                 "`{}` is set twice; a key is written once per table",
                 show(written)
             ),
@@ -144,15 +148,19 @@ fn invalid_type(text: &str, at: usize, written: &str, rest: &str) -> String {
         } else {
             "a table"
         };
+        let leaf = name.rsplit('.').next();
         let must = match wanted {
             "a sequence" => format!(
                 "an array of tables, written [[{}]], one per item",
                 show(name)
             ),
-            w if w.starts_with("struct ") || w == "a map" => {
+            // serde reads a struct from an array too, as its fields in
+            // order, so `[[link]]` is reported against `link`'s first
+            // field: a key that takes a table is told so whatever it says.
+            w if w.starts_with("struct ") || w == "a map" || leaf.and_then(example).is_none() => {
                 format!("a single table, written [{}]", show(name))
             }
-            w => wanted_words(name.rsplit('.').next(), w),
+            w => wanted_words(leaf, w),
         };
         return format!(
             "{} makes `{}` {made}, but it must be {must}",
@@ -162,16 +170,16 @@ fn invalid_type(text: &str, at: usize, written: &str, rest: &str) -> String {
     }
     let key = key_at(text, at);
     let what = match found {
-        f if f.ends_with("as i128") => {
+        f if f.ends_with("as i128") && INTEGERS.contains(&wanted) => {
             return format!(
                 "`{}` = {} is too large; a whole number here is at most 9223372036854775807",
                 show(key.as_deref().unwrap_or("value")),
-                show(written)
+                show_literal(written)
             )
         }
         f if f.starts_with("integer") || f.starts_with("floating point") => "a number",
         f if f.starts_with("string") => "a string",
-        f if f.starts_with("boolean") => "true or false",
+        f if f.starts_with("boolean") => "a boolean",
         "sequence" => "an array",
         "map" if written.starts_with('{') => "a table",
         "map" => "a date",
@@ -182,11 +190,14 @@ fn invalid_type(text: &str, at: usize, written: &str, rest: &str) -> String {
         Some(k) => format!(
             "`{}` = {} is {what}; it must be {wants}",
             show(&k),
-            show(written)
+            show_literal(written)
         ),
-        None => format!("{} is {what}; it must be {wants}", show(written)),
+        None => format!("{} is {what}; it must be {wants}", show_literal(written)),
     }
 }
+
+/// serde's names for integer types.
+const INTEGERS: &[&str] = &["i64", "u64", "i32", "u32", "u16", "u8", "usize"];
 
 /// serde's name for the type a key takes, in words (with an example for
 /// the keys whose values have units).
@@ -196,9 +207,7 @@ fn wanted_words(key: Option<&str>, wanted: &str) -> String {
             Some(e) => e.to_string(),
             None => "a string in quotes".into(),
         },
-        w if ["i64", "u64", "i32", "u32", "u16", "u8", "usize"].contains(&w) => {
-            "a whole number".into()
-        }
+        w if INTEGERS.contains(&w) => "a whole number".into(),
         "f64" | "f32" => "a number".into(),
         "a boolean" => "true or false".into(),
         "a sequence" => "an array, [ ... ]".into(),
@@ -246,6 +255,14 @@ fn backticked(s: &str) -> Option<&str> {
     rest.split_once('`').map(|(k, _)| k)
 }
 
+/// The line `at` is on, if it is a table header (`[link]`, `[[flow]]`).
+fn header_line(text: &str, at: usize) -> Option<&str> {
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let line = text[start..end].trim();
+    line.starts_with('[').then_some(line)
+}
+
 /// Is the text at `at` a table header (`[link]`, `[[flow]]`)?
 fn is_header(text: &str, at: usize) -> bool {
     let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
@@ -253,22 +270,33 @@ fn is_header(text: &str, at: usize) -> bool {
 }
 
 /// The header of the table that `at` is in (`[[flow]]`, `[link.up]`), or
-/// `None` at the top level.
+/// `None` at the top level. A key inside a header (`foo` of `[link.foo]`)
+/// belongs to the table above it (`[link]`).
 fn table_at(text: &str, at: usize) -> Option<String> {
     let mut table = None;
     let mut start = 0;
     for line in text.split_inclusive('\n') {
-        if start > at {
-            break;
-        }
         let l = line.trim();
-        if l.starts_with('[') {
+        let header = l.starts_with('[').then(|| {
             let end = match l.find(']') {
                 Some(i) if l[i + 1..].starts_with(']') => i + 2,
                 Some(i) => i + 1,
                 None => l.len(),
             };
-            table = Some(l[..end].to_string());
+            &l[..end]
+        });
+        if start + line.len() > at {
+            // The line `at` is on: in its own header, the parent table.
+            if let (Some(h), false) = (header, is_header(text, at)) {
+                let name = h.trim_matches(|c| c == '[' || c == ']');
+                return name
+                    .rsplit_once('.')
+                    .map(|(parent, _)| format!("[{parent}]"));
+            }
+            return header.map(str::to_string).or(table);
+        }
+        if let Some(h) = header {
+            table = Some(h.to_string());
         }
         start += line.len();
     }
@@ -324,5 +352,8 @@ mod tests {
         assert_eq!(table_at(t, at("7")), Some("[[flow]]".into()));
         assert_eq!(table_at(t, at("[[flow]]")), Some("[[flow]]".into()));
         assert_eq!(table_at(t, 0), None);
+        let t = "[link]\n[link.upp]\n[foo]\n";
+        assert_eq!(table_at(t, t.find("upp").unwrap()), Some("[link]".into()));
+        assert_eq!(table_at(t, t.find("foo").unwrap()), None);
     }
 }
