@@ -186,7 +186,7 @@ fn size_class(src: &Source, z: &SizeSection) -> Result<SizeClass, ScenarioError>
                 w.span(),
                 format!(
                     "`weight` = {} is not a positive number of at most {MAX_WEIGHT:e} (weights are relative: a million to one already draws a class once in a million connections)",
-                    w.get_ref()
+                    src.literal(w.span())
                 ),
             )
         }
