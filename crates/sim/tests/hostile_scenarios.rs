@@ -567,5 +567,16 @@ fn files_that_are_not_scenarios() {
     // A link trace that is a device is refused as the scenario is.
     let e = err(&link("[link.up]\ntrace = \"/dev/zero\""));
     assert_eq!(e, "s.toml line 5: `trace`: link trace /dev/zero is not a regular file (it is a device, pipe or socket); give the path of a link trace file");
+    // A trace whose timestamp overflows nanoseconds, or whose line is long.
+    std::fs::write(dir.join("of.trace"), "1\n18446744073709551\n").unwrap();
+    std::fs::write(dir.join("long.trace"), "x".repeat(100_000)).unwrap();
+    for (trace, want) in [
+        ("of.trace", "of.trace line 2: 18446744073709551 ms is beyond what 64 bits of nanoseconds hold (584 years)"),
+        ("long.trace", "long.trace line 1: `xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...` is not a millisecond timestamp"),
+    ] {
+        let text = link(&format!("[link.up]\ntrace = \"{trace}\""));
+        let e = clean(scenario::parse(&text, "s.toml", Some(&dir)).unwrap_err().0);
+        assert!(e.starts_with("s.toml line 5: `trace`: ") && e.contains(want), "{e}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
