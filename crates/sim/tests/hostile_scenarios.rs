@@ -186,6 +186,11 @@ fn the_issues_examples_are_refused_with_their_limit() {
         let e = err(&text);
         assert!(e.starts_with(want), "\n got: {e}\nwant: {want}...");
     }
+    // A comparison that shortens a file's run keeps its late flows, which
+    // send nothing: the file does not contradict itself.
+    let shortened = flow("start = \"3s\"\ncount = 3\nstagger = \"1s\"");
+    let c = scenario::parse_generated(&shortened, "s.toml with duration = 2s", None).unwrap();
+    assert_eq!(c.flows.iter().map(|f| f.start / 1_000_000_000).collect::<Vec<_>>(), [3, 4, 5]);
 }
 
 #[test]

@@ -95,7 +95,7 @@ pub(super) fn flows(
         };
         // Bounded times: no overflow (count * stagger < 2^64).
         let last = start + (count - 1) * stagger;
-        if let (Some(s), true) = (&fs.stagger, last >= run.duration) {
+        if let (Some(s), true) = (&fs.stagger, last >= run.duration && src.by_a_person()) {
             let late = (last - run.duration) / stagger.max(1) + 1;
             return src.err(
                 s.span(),
@@ -298,7 +298,10 @@ pub(super) fn udp(
 }
 
 /// `start` (before the run ends: a flow starting later would never send)
-/// and `stop` (after `start`).
+/// and `stop` (after `start`). Starting after the end is a contradiction in
+/// a file; when a program's override (a comparison's `--sweep
+/// duration=2s`) moves the end before a flow, the flow is kept and does
+/// not send, as a shortened run of that file would.
 fn start_stop(
     src: &Source,
     start: &Option<S<String>>,
@@ -308,7 +311,7 @@ fn start_stop(
     let start = match start {
         Some(s) => {
             let t = src.duration(s, "start", &limits::TIME_IN_RUN)?;
-            if t >= run.duration {
+            if t >= run.duration && src.by_a_person() {
                 return src.err(
                     s.span(),
                     format!(

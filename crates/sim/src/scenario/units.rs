@@ -236,6 +236,12 @@ impl Source<'_> {
             + 1
     }
 
+    /// Did a person write the text (rather than a program, from values it
+    /// was given)? Only a person's file can contradict itself.
+    pub fn by_a_person(&self) -> bool {
+        self.lines
+    }
+
     /// `msg` about the value at `span`, as an error.
     pub fn err<T>(&self, span: std::ops::Range<usize>, msg: String) -> Result<T, ScenarioError> {
         Err(ScenarioError(self.place(span.start, &msg)))

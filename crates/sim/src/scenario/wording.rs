@@ -317,8 +317,10 @@ fn key_at(text: &str, at: usize) -> Option<String> {
         &q[q.rfind('"')? + 1..]
     } else {
         let start = lhs
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
-            .map_or(0, |i| i + 1);
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
         &lhs[start..]
     };
     (!key.is_empty()).then(|| key.to_string())
@@ -352,6 +354,9 @@ mod tests {
         assert_eq!(table_at(t, at("7")), Some("[[flow]]".into()));
         assert_eq!(table_at(t, at("[[flow]]")), Some("[[flow]]".into()));
         assert_eq!(table_at(t, 0), None);
+        // A multi-byte character right before a key is not cut.
+        let t = "x = { \"é\" = 1, éseed = 5 }";
+        assert_eq!(key_at(t, t.find('5').unwrap()), Some("seed".into()));
         let t = "[link]\n[link.upp]\n[foo]\n";
         assert_eq!(table_at(t, t.find("upp").unwrap()), Some("[link]".into()));
         assert_eq!(table_at(t, t.find("foo").unwrap()), None);
