@@ -34,8 +34,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use kleinrock_sim::scenario::limits::{
-    self, Within, MAX_FILE_BYTES, MAX_FLOW_SEGMENTS, MAX_SERIES_RECORDS, MAX_WEIGHT,
-    MIN_SAMPLE_INTERVAL,
+    self, Within, MAX_FILE_BYTES, MAX_SERIES_RECORDS, MAX_WEIGHT, MIN_SAMPLE_INTERVAL,
 };
 use kleinrock_sim::scenario::units::{fmt_duration, read_text, Source};
 use kleinrock_sim::scenario::{parse_generated, wording, ScenarioError};
@@ -152,8 +151,8 @@ const GAP: Within<Time> = Within {
     why: "a day",
 };
 
-/// The default Kleinrock payload size in the generated scenario's flows.
-const MSS: u64 = 1448;
+/// The mss of the scenario a workload generates (the scenario default).
+const MSS: u32 = 1448;
 
 /// A count from `lo` to `hi` (at most `u32::MAX`).
 fn count(src: &Source, v: &S<i64>, key: &str, lo: i64, hi: i64) -> Result<u32, ScenarioError> {
@@ -171,11 +170,7 @@ fn size_class(src: &Source, z: &SizeSection) -> Result<SizeClass, ScenarioError>
     let bytes = if label == "bulk" {
         None
     } else {
-        let w = Within {
-            min: 1,
-            max: (MAX_FLOW_SEGMENTS - 1) * MSS,
-            why: "the simulated TCP numbers a flow's segments in 31 bits",
-        };
+        let w = limits::flow_bytes(MSS);
         Some(src.bytes(&z.size, "size", &w, "\"100KB\", \"10MB\" or \"bulk\"")?)
     };
     let weight = match &z.weight {

@@ -44,7 +44,7 @@ fn workload_mistakes_name_the_workloads_keys_and_limits() {
         // The example: 1 ns is not zero, and the key is `sample`.
         (
             format!("sample = \"1ns\"\n{OK}"),
-            "w.toml line 1: `sample` = \"1ns\" is shorter than 1us, the limit (the series print time in microseconds)",
+            "w.toml line 1: `sample` = \"1ns\" is shorter than 1us, the limit (from 1us, as the series print time in microseconds, to a day)",
         ),
         (
             format!("sample = \"0s\"\n{OK}"),

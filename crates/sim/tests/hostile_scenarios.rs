@@ -90,7 +90,7 @@ fn the_issues_examples_are_refused_with_their_limit() {
         ),
         (
             format!("sample_interval = \"1ns\"\n{BASE}"),
-            "s.toml line 1: `sample_interval` = \"1ns\" is shorter than 1us, the limit (the series print time in microseconds)",
+            "s.toml line 1: `sample_interval` = \"1ns\" is shorter than 1us, the limit (from 1us, as the series print time in microseconds, to a day)",
         ),
         // A plausible typo: 1 us samples over 10 minutes.
         (
@@ -104,7 +104,7 @@ fn the_issues_examples_are_refused_with_their_limit() {
         ),
         (
             with("[[ping]]\nrtt = \"40ms\"\ninterval = \"1ns\""),
-            "s.toml line 9: `interval` = \"1ns\" is shorter than 1ms, the limit (ping counts its interval in whole milliseconds)",
+            "s.toml line 9: `interval` = \"1ns\" is shorter than 1ms, the limit (from 1ms, as ping counts its interval in whole milliseconds, to a day)",
         ),
         // Silently ignored or silently wrong.
         (
@@ -190,7 +190,13 @@ fn the_issues_examples_are_refused_with_their_limit() {
     // send nothing: the file does not contradict itself.
     let shortened = flow("start = \"3s\"\ncount = 3\nstagger = \"1s\"");
     let c = scenario::parse_generated(&shortened, "s.toml with duration = 2s", None).unwrap();
-    assert_eq!(c.flows.iter().map(|f| f.start / 1_000_000_000).collect::<Vec<_>>(), [3, 4, 5]);
+    assert_eq!(
+        c.flows
+            .iter()
+            .map(|f| f.start / 1_000_000_000)
+            .collect::<Vec<_>>(),
+        [3, 4, 5]
+    );
 }
 
 #[test]
@@ -275,7 +281,7 @@ fn numbers_out_of_range_nan_and_infinity() {
         (BASE.replace("\"2s\"", "\"-1s\""), "`duration` = \"-1s\" is not a duration"),
         (BASE.replace("\"40ms\"", "\"121s\""), "`rtt` = \"121s\" is longer than 120s, the limit (Linux's TCP_RTO_MAX"),
         (BASE.replace("\"40ms\"", "\"0s\""), "`rtt` must be longer than zero"),
-        (flow("size = \"1e30B\""), "`size` = \"1e30B\" is larger than 3109556320856B, the limit (the simulated TCP numbers a flow's segments in 31 bits)"),
+        (flow("size = \"1e30B\""), "`size` = \"1e30B\" is larger than 3109556320856B, the limit (fewer than 2^31 segments: the simulated TCP numbers them in 32 bits, without wrap-around)"),
         (flow("size = \"0B\""), "`size` = \"0B\" is smaller than 1B, the limit"),
         (flow("response = \"0.1B\""), "`response` = \"0.1B\" is smaller than 1B, the limit"),
         (flow("response = \"1KB\"\nthink = \"2days\""), "`think` = \"2days\" is not a duration"),

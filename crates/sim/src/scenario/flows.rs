@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned as S;
 
-use super::limits::{self, Within, MAX_FLOWS, MAX_FLOW_SEGMENTS, MAX_UDP_PPS};
+use super::limits::{self, MAX_FLOWS, MAX_UDP_PPS};
 use super::units::{fmt_duration, parse_bytes, Source};
 use super::wording::quoted;
 use super::ScenarioError;
@@ -161,11 +161,7 @@ fn segments(
     mss: u32,
     example: &str,
 ) -> Result<u64, ScenarioError> {
-    let w = Within {
-        min: 1,
-        max: (MAX_FLOW_SEGMENTS - 1) * mss as u64,
-        why: "the simulated TCP numbers a flow's segments in 31 bits",
-    };
+    let w = limits::flow_bytes(mss);
     Ok(src.bytes(v, key, &w, example)?.div_ceil(mss as u64))
 }
 

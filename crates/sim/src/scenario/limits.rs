@@ -9,7 +9,8 @@
 use crate::time::{Time, MS, SEC, US};
 
 /// The range a key's value must fall in, and why (a few words a message
-/// quotes after the number).
+/// quotes after the limit passed, so they explain both ends where both
+/// need it).
 pub struct Within<T> {
     pub min: T,
     pub max: T,
@@ -85,12 +86,14 @@ pub const MAX_INIT_CWND: i64 = 10_000;
 /// by the largest window scale, 14 (RFC 7323 section 2.3).
 pub const MAX_RWND_BYTES: u64 = 65_535 << 14;
 
-/// TCP flows, pings and UDP flows together, `count` replicas included.
+/// TCP flows, pings and UDP flows together, `count` replicas included: a
+/// few KB each before they send (100,000 take about 300 MB).
 pub const MAX_FLOWS: u64 = 100_000;
 
 /// Packets a queue may hold, and packets a link's bandwidth-delay product
 /// may keep in flight: the simulator holds every packet on a path or in a
-/// queue (about 80 bytes each), so 10^7 is most of a gigabyte. Deep-buffer
+/// queue (64 bytes each, more while its ring grows), so 10^7 is most of
+/// a gigabyte. Deep-buffer
 /// switches hold a few million full-sized packets.
 pub const MAX_PACKETS: u64 = 10_000_000;
 
@@ -101,6 +104,16 @@ pub const MAX_QUEUE_BYTES: u64 = MAX_PACKETS * 1500;
 /// carry in `duration`): the simulated TCP numbers segments in 32 bits and
 /// compares them without wrapping, so a flow stays below 2^31 of them.
 pub const MAX_FLOW_SEGMENTS: u64 = 1 << 31;
+
+/// A flow's size in bytes (`size`, `response`) with segments of `mss`
+/// bytes: fewer than [`MAX_FLOW_SEGMENTS`] segments.
+pub fn flow_bytes(mss: u32) -> Within<u64> {
+    Within {
+        min: 1,
+        max: (MAX_FLOW_SEGMENTS - 1) * mss as u64,
+        why: "fewer than 2^31 segments: the simulated TCP numbers them in 32 bits, without wrap-around",
+    }
+}
 
 /// The weight of a workload's size class: weights are relative, and a
 /// million to one already draws a class once in a million connections;
@@ -125,7 +138,7 @@ pub const TIME_IN_RUN: Within<Time> = Within {
 pub const SAMPLE_INTERVAL: Within<Time> = Within {
     min: MIN_SAMPLE_INTERVAL,
     max: MAX_DURATION,
-    why: "the series print time in microseconds",
+    why: "from 1us, as the series print time in microseconds, to a day",
 };
 
 /// A path's `rtt`.
@@ -146,7 +159,7 @@ pub const LINK_DELAY: Within<Time> = Within {
 pub const PING_INTERVAL: Within<Time> = Within {
     min: MIN_PING_INTERVAL,
     max: MAX_DURATION,
-    why: "ping counts its interval in whole milliseconds",
+    why: "from 1ms, as ping counts its interval in whole milliseconds, to a day",
 };
 
 /// CoDel's `target` and `interval`.
