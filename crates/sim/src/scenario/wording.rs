@@ -212,10 +212,14 @@ fn wanted_words(key: Option<&str>, wanted: &str) -> String {
         "a boolean" => "true or false".into(),
         "a sequence" => "an array, [ ... ]".into(),
         w if w.starts_with("struct ") || w == "a map" => match key {
-            Some(k) => format!("a table, written [{k}] on a line of its own with its keys below"),
+            Some(k) => format!(
+                "a table, written [{}] on a line of its own with its keys below",
+                show(k)
+            ),
             None => "a table".into(),
         },
-        w => show(w),
+        // A type serde names otherwise would be Rust's word for it.
+        _ => "a value of the kind docs/SCENARIOS.md gives for it".into(),
     }
 }
 
