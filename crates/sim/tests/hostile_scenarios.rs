@@ -370,6 +370,8 @@ fn unknown_keys_are_named_with_their_table() {
         (BASE.replace("[link]\n", "duration = \"3s\"\n[link]\n"), "s.toml line 2: `duration` is set twice; a key is written once per table"),
         (format!("{BASE}[link]\n"), "s.toml line 7: [link] appears twice; a table is written once"),
         (BASE.replace("\"10Mbit\"", "\"10Mbit"), "s.toml line 3: this is not valid TOML:"),
+        (BASE.replace("reno", "re\u{1b}no"), "s.toml line 5: this is not valid TOML: a string in quotes holds a control character or is not closed; write control characters as escapes such as \\u001B"),
+        (BASE.replace("rate = ", "ra te = "), "s.toml line 3: this is not valid TOML: key with no value, expected `=`"),
         ("# only a comment\n".into(), "s.toml line 1: missing key `duration`"),
         ("duration = \"2s\"\n[link]\nrate = \"1Mbit\"\n".into(), "s.toml: no [[flow]], [[ping]] or [[udp]] sections"),
     ];

@@ -109,8 +109,13 @@ pub(super) fn parser_error(
                 show(written)
             ),
         }
+    } else if message.starts_with("invalid basic string")
+        || message.starts_with("invalid literal string")
+    {
+        "this is not valid TOML: a string in quotes holds a control character or is not closed; write control characters as escapes such as \\u001B".into()
     } else {
-        format!("this is not valid TOML: {}", show(message))
+        // The parser's own sentence (it quotes no value): whole, escaped.
+        format!("this is not valid TOML: {}", escape(message, 200, false))
     };
     (at, sentence)
 }
