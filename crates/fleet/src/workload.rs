@@ -33,9 +33,11 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use kleinrock_cc::Algorithm;
-use kleinrock_sim::scenario::units::{parse_bytes, parse_duration, Source};
-use kleinrock_sim::scenario::{parse_generated, ScenarioError};
+use kleinrock_sim::scenario::limits::{
+    self, Within, MAX_FILE_BYTES, MAX_SERIES_RECORDS, MAX_WEIGHT, MIN_SAMPLE_INTERVAL,
+};
+use kleinrock_sim::scenario::units::{fmt_duration, read_text, Source};
+use kleinrock_sim::scenario::{parse_generated, wording, ScenarioError};
 use kleinrock_sim::time::Time;
 use kleinrock_sim::Config;
 use serde::Deserialize;
@@ -135,22 +137,22 @@ pub struct Workload {
     pub paths: Vec<PathType>,
 }
 
-/// How a workload's durations are written.
-const DURATION_EXAMPLE: &str = "\"2s\" or \"500ms\"";
+/// A connection's `duration`: at least one sample.
+const CONNECTION: Within<Time> = Within {
+    min: MIN_SAMPLE_INTERVAL,
+    max: limits::MAX_DURATION,
+    why: "at least one sample interval, and at most a day",
+};
 
-/// A positive duration, in the words a workload's keys use.
-fn positive(src: &Source, v: &S<String>, key: &str, example: &str) -> Result<Time, ScenarioError> {
-    match parse_duration(v.get_ref()) {
-        Some(t) if t > 0 => Ok(t),
-        _ => src.err(
-            v.span(),
-            format!(
-                "`{key}` = \"{}\" is not a positive duration; write e.g. {example}",
-                v.get_ref()
-            ),
-        ),
-    }
-}
+/// The mean `gap` between connection starts.
+const GAP: Within<Time> = Within {
+    min: 1,
+    max: limits::MAX_DURATION,
+    why: "a day",
+};
+
+/// The mss of the scenario a workload generates (the scenario default).
+const MSS: u32 = 1448;
 
 /// A count from `lo` to `hi` (at most `u32::MAX`).
 fn count(src: &Source, v: &S<i64>, key: &str, lo: i64, hi: i64) -> Result<u32, ScenarioError> {
@@ -159,10 +161,56 @@ fn count(src: &Source, v: &S<i64>, key: &str, lo: i64, hi: i64) -> Result<u32, S
 
 /// An algorithm spec, as `kleinrock algorithms` prints it.
 fn spec(src: &Source, v: &S<String>, key: &str) -> Result<String, ScenarioError> {
-    match v.get_ref().parse::<Algorithm>() {
-        Ok(a) => Ok(a.spec()),
-        Err(e) => src.err(v.span(), format!("`{key}`: {e}")),
+    Ok(src.algorithm(v, key)?.spec())
+}
+
+/// A size class's `size`: "bulk", or bytes a flow can send.
+fn size_class(src: &Source, z: &SizeSection) -> Result<SizeClass, ScenarioError> {
+    let label = z.size.get_ref().clone();
+    let bytes = if label == "bulk" {
+        None
+    } else {
+        let w = limits::flow_bytes(MSS);
+        Some(src.bytes(&z.size, "size", &w, "\"100KB\", \"10MB\" or \"bulk\"")?)
+    };
+    let weight = match &z.weight {
+        None => 1.0,
+        Some(w) if w.get_ref().is_finite() && (f64::MIN_POSITIVE..=MAX_WEIGHT).contains(w.get_ref()) => *w.get_ref(),
+        Some(w) => {
+            return src.err(
+                w.span(),
+                format!(
+                    "`weight` = {} is not a positive number of at most {MAX_WEIGHT:e} (weights are relative: a million to one already draws a class once in a million connections)",
+                    src.literal(w.span())
+                ),
+            )
+        }
+    };
+    Ok(SizeClass {
+        label,
+        bytes,
+        weight,
+    })
+}
+
+/// Each connection's series must fit [`MAX_SERIES_RECORDS`] (a sample of
+/// the flow and of both bottlenecks each `sample`): said here, in the
+/// workload's keys, before the scenario it generates would say it in its
+/// own.
+fn series_fit(src: &Source, f: &File, duration: Time, sample: Time) -> Result<(), ScenarioError> {
+    let records = (duration / sample + 1).saturating_mul(3);
+    if records <= MAX_SERIES_RECORDS {
+        return Ok(());
     }
+    let key = f.sample.as_ref().unwrap_or(&f.duration);
+    src.err(
+        key.span(),
+        format!(
+            "a connection's time series would hold {records} records (a sample every {} for {}), more than {MAX_SERIES_RECORDS}, the limit (about 1 GB of memory); make `sample` longer or `duration` shorter",
+            fmt_duration(sample),
+            fmt_duration(duration)
+        ),
+    )
 }
 
 /// What every connection of a workload shares.
@@ -184,13 +232,14 @@ fn network(
 ) -> Result<Network, ScenarioError> {
     let (file, dir, duration, sample) = (c.file, c.dir, c.duration, c.sample);
     let mut doc = toml::Table::new();
+    // In nanoseconds: the workload's values exactly, however fine.
     doc.insert(
         "duration".into(),
-        toml::Value::String(format!("{}us", duration / 1000)),
+        toml::Value::String(format!("{duration}ns")),
     );
     doc.insert(
         "sample_interval".into(),
-        toml::Value::String(format!("{}us", sample / 1000)),
+        toml::Value::String(format!("{sample}ns")),
     );
     let mut tcp = toml::Table::new();
     tcp.insert("peer_ecn".into(), toml::Value::Boolean(peer_ecn));
@@ -203,16 +252,15 @@ fn network(
         "flow".into(),
         toml::Value::Array(vec![toml::Value::Table(flow)]),
     );
-    let text =
-        toml::to_string(&doc).map_err(|e| ScenarioError(format!("{file}: path `{path}`: {e}")))?;
-    let config = parse_generated(&text, &format!("{file} path `{path}`"), dir)?;
+    let label = format!("{file} path `{}`", wording::show(path));
+    let text = toml::to_string(&doc).map_err(|e| ScenarioError(format!("{label}: {e}")))?;
+    let config = parse_generated(&text, &label, dir)?;
     Ok(Network { config })
 }
 
 impl Workload {
     pub fn load(path: &Path) -> Result<Workload, ScenarioError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ScenarioError(format!("cannot read workload {}: {e}", path.display())))?;
+        let text = read_text(path, "workload", MAX_FILE_BYTES)?;
         Workload::parse(&text, &path.display().to_string(), path.parent())
     }
 
@@ -222,15 +270,22 @@ impl Workload {
             text,
             lines: true,
         };
+        if text.trim().is_empty() {
+            return Err(ScenarioError(format!(
+                "{}: the workload is empty; it needs `connections`, `duration`, `gap` and at least one [[path]] (docs/SELECTOR.md)",
+                wording::name(file)
+            )));
+        }
         let f: File = src.decode()?;
         let connections = count(&src, &f.connections, "connections", 1, 100_000)?;
-        let duration = positive(&src, &f.duration, "duration", DURATION_EXAMPLE)?;
-        let gap = positive(&src, &f.gap, "gap", DURATION_EXAMPLE)?;
+        let duration = src.duration(&f.duration, "duration", &CONNECTION)?;
+        let gap = src.duration(&f.gap, "gap", &GAP)?;
         let sample = match &f.sample {
-            Some(s) => positive(&src, s, "sample", DURATION_EXAMPLE)?,
-            None => duration / 4,
+            Some(s) => src.duration(s, "sample", &limits::SAMPLE_INTERVAL)?,
+            None => (duration / 4).max(MIN_SAMPLE_INTERVAL),
         }
         .min(duration);
+        series_fit(&src, &f, duration, sample)?;
         let outcome_seeds = match &f.outcome_seeds {
             Some(s) => count(&src, s, "outcome_seeds", 1, 64)?,
             None => 4,
@@ -251,41 +306,15 @@ impl Workload {
         };
         if !candidates.iter().any(|c| c == "cubic") {
             return Err(ScenarioError(format!(
-                "{file}: `candidates` must include cubic, the system's default when another cannot be set"
+                "{}: `candidates` must include cubic, the system's default when another cannot be set",
+                wording::name(file)
             )));
         }
-        let mut sizes = Vec::new();
-        for z in &f.sizes {
-            let label = z.size.get_ref().clone();
-            let bytes = if label == "bulk" {
-                None
-            } else {
-                match parse_bytes(&label) {
-                    Some(b) if b > 0 => Some(b),
-                    _ => {
-                        return src.err(
-                            z.size.span(),
-                            format!("`size` = \"{label}\" is not a size; write e.g. \"100KB\", \"10MB\" or \"bulk\""),
-                        )
-                    }
-                }
-            };
-            let weight = match &z.weight {
-                None => 1.0,
-                Some(w) if w.get_ref().is_finite() && *w.get_ref() > 0.0 => *w.get_ref(),
-                Some(w) => {
-                    return src.err(
-                        w.span(),
-                        format!("`weight` = {} is not a positive number", w.get_ref()),
-                    )
-                }
-            };
-            sizes.push(SizeClass {
-                label,
-                bytes,
-                weight,
-            });
-        }
+        let mut sizes = f
+            .sizes
+            .iter()
+            .map(|z| size_class(&src, z))
+            .collect::<Result<Vec<_>, _>>()?;
         if sizes.is_empty() {
             sizes.push(SizeClass {
                 label: "bulk".into(),
@@ -295,7 +324,8 @@ impl Workload {
         }
         if f.path.is_empty() {
             return Err(ScenarioError(format!(
-                "{file}: no [[path]]; describe at least one path type"
+                "{}: no [[path]]; describe at least one path type",
+                wording::name(file)
             )));
         }
         let mut paths = Vec::new();
@@ -307,9 +337,9 @@ impl Workload {
             };
             let first_address: IpAddr = match p.address.get_ref().parse() {
                 Ok(a) => a,
-                Err(_) => return src.err(p.address.span(), format!("`address` = \"{}\" is not an IP address; write e.g. \"10.0.0.1\" or \"2001:db8::1\"", p.address.get_ref())),
+                Err(_) => return src.err(p.address.span(), format!("`address` = {} is not an IP address; write e.g. \"10.0.0.1\" or \"2001:db8::1\"", wording::quoted(p.address.get_ref()))),
             };
-            positive(&src, &p.rtt, "rtt", "\"40ms\"")?;
+            src.duration(&p.rtt, "rtt", &limits::RTT)?;
             let unavailable = p
                 .unavailable
                 .iter()
@@ -554,7 +584,7 @@ loss = "0%"
         for (bad, want) in [
             (
                 OK.replace("gap = \"1s\"", "gap = \"soon\""),
-                "w.toml line 4: `gap` = \"soon\" is not a positive duration",
+                "w.toml line 4: `gap` = \"soon\" is not a duration; write e.g.",
             ),
             (
                 OK.replace("address = \"10.0.0.254\"", "address = \"ten\""),

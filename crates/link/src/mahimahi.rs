@@ -22,6 +22,28 @@ pub struct Trace {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkTraceError(pub String);
 
+/// A line as an error quotes it: its first 40 characters, control
+/// characters escaped as TOML writes them (`\u001B`, as scenario errors
+/// do), so that a message stays one short line whatever the
+/// file holds.
+fn shown(line: &str) -> String {
+    let mut out: String = line
+        .chars()
+        .take(40)
+        .map(|c| {
+            if c.is_control() {
+                format!("\\u{:04X}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    if line.chars().nth(40).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
 impl Trace {
     /// Parses a trace's text; `name` (a file name, say) is what errors
     /// call it.
@@ -35,10 +57,17 @@ impl Trace {
             }
             let ms: u64 = line.parse().map_err(|_| {
                 LinkTraceError(format!(
-                    "{name} line {}: `{line}` is not a millisecond timestamp; a mahimahi trace has one integer per line",
-                    i + 1
+                    "{name} line {}: `{}` is not a millisecond timestamp; a mahimahi trace has one integer per line",
+                    i + 1,
+                    shown(line)
                 ))
             })?;
+            if ms.checked_mul(MS).is_none() {
+                return Err(LinkTraceError(format!(
+                    "{name} line {}: {ms} ms is beyond what 64 bits of nanoseconds hold (584 years)",
+                    i + 1
+                )));
+            }
             if ms < last {
                 return Err(LinkTraceError(format!(
                     "{name} line {}: {ms} comes after {last}; timestamps must not decrease",
@@ -130,5 +159,21 @@ mod tests {
             .unwrap_err()
             .0
             .contains("no delivery opportunity"));
+        // Found through a scenario's `trace` (issue 16): a timestamp that
+        // overflowed nanoseconds (a panic, or a wrong trace in release),
+        // and a long line echoed whole.
+        assert_eq!(
+            Trace::parse("1\n18446744073709551\n", "t").unwrap_err().0,
+            "t line 2: 18446744073709551 ms is beyond what 64 bits of nanoseconds hold (584 years)"
+        );
+        let long = format!("{}\u{1b}", "x".repeat(100_000));
+        assert_eq!(
+            Trace::parse(&long, "t").unwrap_err().0,
+            format!("t line 1: `{}...` is not a millisecond timestamp; a mahimahi trace has one integer per line", "x".repeat(40))
+        );
+        assert_eq!(
+            Trace::parse("1\u{1b}[2J\n", "t").unwrap_err().0,
+            "t line 1: `1\\u001B[2J` is not a millisecond timestamp; a mahimahi trace has one integer per line"
+        );
     }
 }

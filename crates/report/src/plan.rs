@@ -524,8 +524,7 @@ pub fn load_config(path: &Path) -> Result<Config, ScenarioError> {
 
 /// A scenario file's text, configuration and `[compare]` table.
 fn read(path: &Path) -> Result<(String, Config, Compare), ScenarioError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError(format!("cannot read scenario {}: {e}", path.display())))?;
+    let text = scenario::read(path)?;
     let file = path.display().to_string();
     let config = scenario::parse(&text, &file, path.parent())?;
     let src = Source {

@@ -46,12 +46,14 @@ fn comparison(dir: &Path) -> Comparison {
     let runs = scn
         .plan(&specs, &sweeps, &seeds)
         .unwrap()
+        .runs
         .into_iter()
-        .map(|p| Run {
-            spec: p.spec,
-            point: p.point,
-            seed: p.seed,
-            results: Sim::new(p.config).unwrap().run(&mut |_| {}).unwrap(),
+        .map(|p| {
+            let results = Sim::new(p.config.clone())
+                .unwrap()
+                .run(&mut |_| {})
+                .unwrap();
+            Run::new(p, results)
         })
         .collect();
     Comparison {
@@ -80,7 +82,7 @@ fn the_files_hold_each_runs_metrics_and_results() {
     let dir = tmpdir("files");
     let cmp = comparison(&dir);
     let out = dir.join("report");
-    write_report(&cmp, &out).unwrap();
+    write_report(&cmp, &out, &mut |_| {}).unwrap();
 
     // summary.csv: a row per run, its metrics at the written precision.
     let csv = std::fs::read_to_string(out.join("summary.csv")).unwrap();
@@ -152,7 +154,9 @@ fn plot<'a>(plots: &'a [Plot], title: &str) -> &'a Plot {
 fn the_page_shows_the_runs_series_and_medians() {
     let dir = tmpdir("page");
     let cmp = comparison(&dir);
-    let html = std::fs::read_to_string(write_report(&cmp, &dir.join("report")).unwrap()).unwrap();
+    let html =
+        std::fs::read_to_string(write_report(&cmp, &dir.join("report"), &mut |_| {}).unwrap())
+            .unwrap();
     let plots = svg::plots(&html);
     let first = &cmp.points()[0];
     for (i, spec) in cmp.specs.iter().enumerate() {

@@ -4,15 +4,23 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use kleinrock_cc::Algorithm;
 use serde::Deserialize;
 use toml::Spanned as S;
 
-use super::units::{parse_bytes, parse_rate, Source};
+use super::limits::{self, MAX_FLOWS, MAX_UDP_PPS};
+use super::units::{fmt_duration, parse_bytes, Source};
+use super::wording::quoted;
 use super::ScenarioError;
 use crate::packet::HEADER_BYTES;
 use crate::time::{Time, MS};
 use crate::world::{FlowConfig, PingConfig, RequestResponse, UdpConfig};
+
+/// What every flow is checked against: the run's end, and the segment
+/// size transfers are counted in.
+pub(super) struct Run {
+    pub duration: Time,
+    pub mss: u32,
+}
 
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
@@ -56,44 +64,53 @@ pub(super) struct UdpSection {
 pub(super) fn flows(
     src: &Source,
     sections: &[FlowSection],
-    mss: u32,
+    run: &Run,
     dir: Option<&Path>,
 ) -> Result<Vec<FlowConfig>, ScenarioError> {
+    let mss = run.mss;
     let mut flows = Vec::new();
     // Every trace path so far: each is one flow's.
     let mut traced = HashSet::new();
     for fs in sections {
-        let cc: Algorithm = match fs.cc.get_ref().parse() {
-            Ok(a) => a,
-            Err(e) => return src.err(fs.cc.span(), format!("`cc`: {e}")),
-        };
-        let rtt = src.positive_duration(&fs.rtt, "rtt")?;
-        let (start, stop) = start_stop(src, &fs.start, &fs.stop)?;
+        let cc = src.algorithm(&fs.cc, "cc")?;
+        let rtt = src.duration(&fs.rtt, "rtt", &limits::RTT)?;
+        let (start, stop) = start_stop(src, &fs.start, &fs.stop, run)?;
         let upload = direction(src, &fs.direction)?;
         let size_segments = match &fs.size {
             None => None,
-            Some(v) => match parse_bytes(v.get_ref()) {
-                Some(b) => Some(b.div_ceil(mss as u64)),
-                None => {
-                    return src.err(
-                        v.span(),
-                        format!(
-                            "`size` = \"{}\" is not a size; write e.g. \"30MB\" or \"64KiB\"",
-                            v.get_ref()
-                        ),
-                    )
-                }
-            },
+            Some(v) => Some(segments(src, v, "size", mss, "\"30MB\" or \"64KiB\"")?),
         };
         let request_response = request_response(src, fs, mss)?;
         let count = match &fs.count {
-            Some(c) => src.int(c, "count", 1, 100_000)? as u64,
-            None => 1,
+            Some(c) => {
+                let n = src.int_within(c, "count", &limits::COUNT)? as u64;
+                within_total(src, c.span(), flows.len() as u64 + n)?;
+                n
+            }
+            None => {
+                within_total(src, fs.cc.span(), flows.len() as u64 + 1)?;
+                1
+            }
         };
         let stagger = match &fs.stagger {
-            Some(s) => src.duration(s, "stagger")?,
+            Some(s) => src.duration(s, "stagger", &limits::TIME_IN_RUN)?,
             None => 0,
         };
+        // Bounded times: no overflow (count * stagger < 2^64).
+        let last = start + (count - 1) * stagger;
+        if let (Some(s), true) = (&fs.stagger, last >= run.duration && src.by_a_person()) {
+            let late = (last - run.duration) / stagger.max(1) + 1;
+            return src.err(
+                s.span(),
+                format!(
+                    "{count} flows started `stagger` = {} apart from {} start until {}, after the run ends at {}: the last {late} would never send; make `count` or `stagger` smaller, or `duration` longer",
+                    quoted(s.get_ref()),
+                    fmt_duration(start),
+                    fmt_duration(last),
+                    fmt_duration(run.duration),
+                ),
+            );
+        }
         if let Some(t) = &fs.trace {
             if count > 1 && !t.get_ref().contains("{i}") {
                 return src.err(
@@ -145,6 +162,35 @@ pub(super) fn flows(
     Ok(flows)
 }
 
+/// Refuses a scenario whose flows, pings and UDP flows would number
+/// `total`, if that is above [`MAX_FLOWS`] (checked before any is made).
+fn within_total(
+    src: &Source,
+    span: std::ops::Range<usize>,
+    total: u64,
+) -> Result<(), ScenarioError> {
+    if total > MAX_FLOWS {
+        return src.err(
+            span,
+            format!("this makes {total} flows, pings and UDP flows in all, more than {MAX_FLOWS}, the limit"),
+        );
+    }
+    Ok(())
+}
+
+/// A size (`size`, `response`) in segments of `mss`: at least one byte,
+/// and fewer segments than a flow can number.
+fn segments(
+    src: &Source,
+    v: &S<String>,
+    key: &str,
+    mss: u32,
+    example: &str,
+) -> Result<u64, ScenarioError> {
+    let w = limits::flow_bytes(mss);
+    Ok(src.bytes(v, key, &w, example)?.div_ceil(mss as u64))
+}
+
 /// `name` with `-{i}` before its extensions: what a replicated flow's
 /// trace should be called.
 fn example_with_index(name: &str) -> String {
@@ -169,10 +215,15 @@ fn request_response(
         (None, None, None) => return Ok(None),
         (req, Some(resp), think) => (req, resp, think),
         (Some(r), None, _) | (None, None, Some(r)) => {
+            let key = if fs.request.is_some() {
+                "request"
+            } else {
+                "think"
+            };
             return src.err(
                 r.span(),
-                "a request/response flow needs `response` (the size of each response)".into(),
-            )
+                format!("`{key}` makes this a request/response flow, which needs `response` (the size of each response)"),
+            );
         }
     };
     if fs.size.is_some() {
@@ -191,27 +242,16 @@ fn request_response(
                 return src.err(
                     r.span(),
                     format!(
-                        "`request` = \"{}\" is not a size from 1B to {mss}B (one segment)",
-                        r.get_ref()
+                        "`request` = {} is not a size from 1B to {mss}B (one segment)",
+                        quoted(r.get_ref())
                     ),
                 )
             }
         },
     };
-    let response_segments = match parse_bytes(resp.get_ref()) {
-        Some(b) => b.div_ceil(mss as u64),
-        None => {
-            return src.err(
-                resp.span(),
-                format!(
-                    "`response` = \"{}\" is not a size; write e.g. \"100KB\"",
-                    resp.get_ref()
-                ),
-            )
-        }
-    };
+    let response_segments = segments(src, resp, "response", mss, "\"100KB\"")?;
     let think = match think {
-        Some(t) => src.duration(t, "think")?,
+        Some(t) => src.duration(t, "think", &limits::TIME_IN_RUN)?,
         None => 0,
     };
     Ok(Some(RequestResponse {
@@ -224,14 +264,17 @@ fn request_response(
 pub(super) fn pings(
     src: &Source,
     sections: &[PingSection],
+    run: &Run,
+    before: usize,
 ) -> Result<Vec<PingConfig>, ScenarioError> {
     let mut pings = Vec::new();
     for p in sections {
-        let (start, stop) = start_stop(src, &p.start, &p.stop)?;
+        within_total(src, p.rtt.span(), (before + pings.len()) as u64 + 1)?;
+        let (start, stop) = start_stop(src, &p.start, &p.stop, run)?;
         pings.push(PingConfig {
-            rtt: src.positive_duration(&p.rtt, "rtt")?,
+            rtt: src.duration(&p.rtt, "rtt", &limits::RTT)?,
             interval: match &p.interval {
-                Some(i) => src.positive_duration(i, "interval")?,
+                Some(i) => src.duration(i, "interval", &limits::PING_INTERVAL)?,
                 None => 200 * MS,
             },
             start,
@@ -241,22 +284,17 @@ pub(super) fn pings(
     Ok(pings)
 }
 
-pub(super) fn udp(src: &Source, sections: &[UdpSection]) -> Result<Vec<UdpConfig>, ScenarioError> {
+pub(super) fn udp(
+    src: &Source,
+    sections: &[UdpSection],
+    run: &Run,
+    before: usize,
+) -> Result<Vec<UdpConfig>, ScenarioError> {
     let mut udp = Vec::new();
     for u in sections {
-        let (start, stop) = start_stop(src, &u.start, &u.stop)?;
-        let rate_bps = match parse_rate(u.rate.get_ref()) {
-            Some(r) => r,
-            None => {
-                return src.err(
-                    u.rate.span(),
-                    format!(
-                        "`rate` = \"{}\" is not a positive rate; write e.g. \"5Mbit\"",
-                        u.rate.get_ref()
-                    ),
-                )
-            }
-        };
+        within_total(src, u.rate.span(), (before + udp.len()) as u64 + 1)?;
+        let (start, stop) = start_stop(src, &u.start, &u.stop, run)?;
+        let rate_bps = src.rate(&u.rate, "rate", &limits::RATE)?;
         let bytes = match &u.size {
             None => 1500,
             Some(v) => match parse_bytes(v.get_ref()) {
@@ -265,17 +303,27 @@ pub(super) fn udp(src: &Source, sections: &[UdpSection]) -> Result<Vec<UdpConfig
                     return src.err(
                         v.span(),
                         format!(
-                            "`size` = \"{}\" is not a datagram size from 28B to 65535B",
-                            v.get_ref()
+                            "`size` = {} is not a datagram size from 28B to 65535B",
+                            quoted(v.get_ref())
                         ),
                     )
                 }
             },
         };
+        let pps = rate_bps / (8 * bytes as u64);
+        if pps > MAX_UDP_PPS {
+            return src.err(
+                u.rate.span(),
+                format!(
+                    "`rate` = {} in datagrams of {bytes} bytes is {pps} datagrams a second, more than {MAX_UDP_PPS}, the limit (as many as the fastest link carries full-sized packets); send larger datagrams or a lower rate",
+                    quoted(u.rate.get_ref())
+                ),
+            );
+        }
         udp.push(UdpConfig {
             rate_bps,
             bytes,
-            rtt: src.positive_duration(&u.rtt, "rtt")?,
+            rtt: src.duration(&u.rtt, "rtt", &limits::RTT)?,
             upload: direction(src, &u.direction)?,
             start,
             stop,
@@ -284,18 +332,37 @@ pub(super) fn udp(src: &Source, sections: &[UdpSection]) -> Result<Vec<UdpConfig
     Ok(udp)
 }
 
+/// `start` (before the run ends: a flow starting later would never send)
+/// and `stop` (after `start`). Starting after the end is a contradiction in
+/// a file; when a program's override (a comparison's `--sweep
+/// duration=2s`) moves the end before a flow, the flow is kept and does
+/// not send, as a shortened run of that file would.
 fn start_stop(
     src: &Source,
     start: &Option<S<String>>,
     stop: &Option<S<String>>,
+    run: &Run,
 ) -> Result<(Time, Option<Time>), ScenarioError> {
     let start = match start {
-        Some(s) => src.duration(s, "start")?,
+        Some(s) => {
+            let t = src.duration(s, "start", &limits::TIME_IN_RUN)?;
+            if t >= run.duration && src.by_a_person() {
+                return src.err(
+                    s.span(),
+                    format!(
+                        "`start` = {} is at or after the end of the run (`duration` = {}): it would never send; start it earlier or make the run longer",
+                        quoted(s.get_ref()),
+                        fmt_duration(run.duration),
+                    ),
+                );
+            }
+            t
+        }
         None => 0,
     };
     let stop = match stop {
         Some(s) => {
-            let t = src.duration(s, "stop")?;
+            let t = src.duration(s, "stop", &limits::TIME_IN_RUN)?;
             if t <= start {
                 return src.err(s.span(), "`stop` must come after `start`".into());
             }
@@ -314,7 +381,8 @@ fn direction(src: &Source, d: &Option<S<String>>) -> Result<bool, ScenarioError>
         Some((d, other)) => src.err(
             d.span(),
             format!(
-                "`direction` = \"{other}\" is not a direction; write \"upload\" or \"download\""
+                "`direction` = {} is not a direction; write \"upload\" or \"download\"",
+                quoted(other)
             ),
         ),
     }

@@ -3,9 +3,11 @@
 //! Every value a person writes is checked, and a bad one is reported in one
 //! sentence naming the file, the line, the key and what would be valid.
 //!
-//! - [`units`]: durations, rates, sizes and percentages, and the
-//!   [`Source`] that names file, line and key in errors (the selector's
-//!   workload files read through it too).
+//! - [`units`]: durations, rates, sizes and percentages, reading a file,
+//!   and the [`Source`] that names file, line and key in errors (the
+//!   selector's workload files read through it too); `wording` puts
+//!   values and the TOML parser's complaints into words.
+//! - [`limits`]: the largest value each key may hold, and why.
 //! - `link`: the `[link]` table per direction, and the jitter; `queue`:
 //!   its `queue` value, FIFO sizes and AQM tables.
 //! - `flows`: `[[flow]]`, `[[ping]]` and `[[udp]]`.
@@ -17,14 +19,17 @@ use serde::Deserialize;
 use toml::Spanned;
 
 mod flows;
+pub mod limits;
 mod link;
 mod queue;
 pub mod units;
+pub mod wording;
 
-use units::{parse_bytes, Source};
+use limits::{MAX_FILE_BYTES, MAX_RWND_BYTES, MAX_SERIES_RECORDS};
+use units::{fmt_duration, Source};
 
-use crate::time::MS;
-use crate::world::Config;
+use crate::time::{Time, MS, US};
+use crate::world::{Config, PingConfig};
 
 /// A scenario that could not be read, as one sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,9 +85,14 @@ struct Tcp {
 
 /// Reads a scenario file.
 pub fn load(path: &Path) -> Result<Config, ScenarioError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError(format!("cannot read scenario {}: {e}", path.display())))?;
+    let text = read(path)?;
     parse(&text, &path.display().to_string(), path.parent())
+}
+
+/// A scenario file's text: a regular UTF-8 file of at most
+/// [`MAX_FILE_BYTES`].
+pub fn read(path: &Path) -> Result<String, ScenarioError> {
+    units::read_text(path, "scenario", MAX_FILE_BYTES)
 }
 
 /// Parses scenario text; `file` names it in errors, `dir` resolves relative
@@ -113,35 +123,63 @@ pub fn parse_generated(
 }
 
 fn parse_file(src: &Source, dir: Option<&Path>) -> Result<Config, ScenarioError> {
+    if src.text.trim().is_empty() {
+        return Err(ScenarioError(format!(
+            "{}: the scenario is empty; it needs a `duration`, a [link] with a `rate` and at least one [[flow]] (docs/SCENARIOS.md)",
+            wording::name(src.file)
+        )));
+    }
     let f: File = src.decode()?;
-    let duration = src.positive_duration(&f.duration, "duration")?;
+    let duration = src.duration(&f.duration, "duration", &limits::DURATION)?;
     let seed = match &f.seed {
         Some(s) => src.int(s, "seed", 0, i64::MAX)? as u64,
         None => 1,
     };
     let sample_interval = match &f.sample_interval {
-        Some(s) => src.positive_duration(s, "sample_interval")?,
+        Some(s) => src.duration(s, "sample_interval", &limits::SAMPLE_INTERVAL)?,
         None => 100 * MS,
     };
     let tcp = tcp(src, &f.tcp)?;
     if f.flow.is_empty() && f.ping.is_empty() && f.udp.is_empty() {
         return Err(ScenarioError(format!(
             "{}: no [[flow]], [[ping]] or [[udp]] sections; a scenario needs at least one flow, e.g. [[flow]] cc = \"cubic\" rtt = \"40ms\"",
-            src.file
+            wording::name(src.file)
         )));
     }
-    let flows = flows::flows(src, &f.flow, tcp.mss, dir)?;
-    let pings = flows::pings(src, &f.ping)?;
-    let udp = flows::udp(src, &f.udp)?;
-    // The shortest path's RTT sizes the BDP queues.
-    let min_rtt = flows
-        .iter()
-        .map(|f| f.rtt)
-        .chain(pings.iter().map(|p| p.rtt))
-        .chain(udp.iter().map(|u| u.rtt))
-        .min()
-        .unwrap_or(40 * MS);
-    let (links, jitter) = link::links(src, &f.link, tcp.mss, min_rtt, dir)?;
+    let run = flows::Run {
+        duration,
+        mss: tcp.mss,
+    };
+    let flows = flows::flows(src, &f.flow, &run, dir)?;
+    let pings = flows::pings(src, &f.ping, &run, flows.len())?;
+    let udp = flows::udp(src, &f.udp, &run, flows.len() + pings.len())?;
+    // The shortest path's RTT sizes the BDP queues; the longest bounds
+    // what the links keep in flight.
+    let rtts = || {
+        flows
+            .iter()
+            .map(|f| f.rtt)
+            .chain(pings.iter().map(|p| p.rtt))
+            .chain(udp.iter().map(|u| u.rtt))
+    };
+    let paths = link::Paths {
+        min_rtt: rtts().min().unwrap_or(40 * MS),
+        max_rtt: rtts().max().unwrap_or(40 * MS),
+        duration,
+        smallest_packet: udp.iter().map(|u| u.bytes).min(),
+        tcp_data: [
+            flows.iter().any(|f| f.upload),
+            flows.iter().any(|f| !f.upload),
+        ],
+    };
+    let (links, jitter) = link::links(src, &f.link, tcp.mss, &paths, dir)?;
+    let series = SeriesSize {
+        duration,
+        sample_interval,
+        flows: flows.len() as u64,
+        pings: &pings,
+    };
+    series.check(src, f.sample_interval.as_ref().unwrap_or(&f.duration))?;
     Ok(Config {
         duration,
         seed,
@@ -163,6 +201,65 @@ fn parse_file(src: &Source, dir: Option<&Path>) -> Result<Config, ScenarioError>
     })
 }
 
+/// What a run's time series will hold: a sample per flow and per
+/// bottleneck each sample interval, and each ping's replies.
+struct SeriesSize<'a> {
+    duration: Time,
+    sample_interval: Time,
+    flows: u64,
+    pings: &'a [PingConfig],
+}
+
+impl SeriesSize<'_> {
+    /// Samples of the flows and the bottlenecks.
+    fn samples(&self) -> u64 {
+        (self.duration / self.sample_interval + 1).saturating_mul(self.flows + 2)
+    }
+
+    /// The pings' replies.
+    fn replies(&self) -> u64 {
+        self.pings
+            .iter()
+            .map(|p| {
+                let end = p.stop.unwrap_or(self.duration).min(self.duration);
+                end.saturating_sub(p.start) / p.interval + 1
+            })
+            .sum()
+    }
+
+    /// Refuses series above [`MAX_SERIES_RECORDS`], naming `key` (the
+    /// sample interval, or the duration when it is not set).
+    fn check(&self, src: &Source, key: &toml::Spanned<String>) -> Result<(), ScenarioError> {
+        let (samples, replies) = (self.samples(), self.replies());
+        let records = samples.saturating_add(replies);
+        if records <= MAX_SERIES_RECORDS {
+            return Ok(());
+        }
+        let fix = if samples >= replies {
+            // The sample interval that would keep the samples within half
+            // the limit, rounded up to a whole ms (or us).
+            let n = (MAX_SERIES_RECORDS / 2 / (self.flows + 2)).max(1);
+            let finest = self.duration.div_ceil(n);
+            let finest = finest.next_multiple_of(if finest > MS { MS } else { US });
+            format!(
+                "make `sample_interval` at least {} or the run shorter",
+                fmt_duration(finest)
+            )
+        } else {
+            "make the pings' `interval` longer or the run shorter".into()
+        };
+        src.err(
+            key.span(),
+            format!(
+                "the time series would hold {records} records ({samples} samples of {} flows and 2 bottlenecks every {} for {}, and {replies} ping replies), more than {MAX_SERIES_RECORDS}, the limit (about 1 GB of memory); {fix}",
+                self.flows,
+                fmt_duration(self.sample_interval),
+                fmt_duration(self.duration),
+            ),
+        )
+    }
+}
+
 /// What `[tcp]` sets, defaults filled in.
 struct TcpSettings {
     mss: u32,
@@ -178,31 +275,27 @@ struct TcpSettings {
 
 fn tcp(src: &Source, t: &Tcp) -> Result<TcpSettings, ScenarioError> {
     let mss = match &t.mss {
-        Some(v) => src.int(v, "mss", 64, 65_483)? as u32,
+        Some(v) => src.int_within(v, "mss", &limits::MSS)? as u32,
         None => 1448,
     };
     let init_cwnd = match &t.init_cwnd {
-        Some(v) => src.int(v, "init_cwnd", 1, 1_000_000)? as u32,
+        Some(v) => src.int_within(v, "init_cwnd", &limits::INIT_CWND)? as u32,
         None => 10,
     };
     let hz = match &t.hz {
-        Some(v) => src.int(v, "hz", 1, 1_000_000)? as u32,
+        Some(v) => src.int_within(v, "hz", &limits::HZ)? as u32,
         None => 250,
     };
     let rwnd_segments = match &t.rwnd {
         None => 1 << 24,
-        Some(v) => match parse_bytes(v.get_ref()) {
-            Some(b) if b >= mss as u64 => (b / mss as u64).min(u32::MAX as u64) as u32,
-            _ => {
-                return src.err(
-                    v.span(),
-                    format!(
-                    "`rwnd` = \"{}\" is not a window of at least one segment; write e.g. \"4MB\"",
-                    v.get_ref()
-                ),
-                )
-            }
-        },
+        Some(v) => {
+            let window = limits::Within {
+                min: mss as u64,
+                max: MAX_RWND_BYTES,
+                why: "at least one segment, and at most the largest window TCP can advertise, 65535 << 14 (RFC 7323)",
+            };
+            (src.bytes(v, "rwnd", &window, "\"4MB\"")? / mss as u64) as u32
+        }
     };
     let delayed_acks = match &t.delayed_ack {
         None => true,
@@ -210,7 +303,7 @@ fn tcp(src: &Source, t: &Tcp) -> Result<TcpSettings, ScenarioError> {
             "linux" => true,
             "off" => false,
             other => {
-                return src.err(d.span(), format!("`delayed_ack` = \"{other}\" is not a policy; write \"linux\" (quick ACKs, then every second segment, 40 ms timer) or \"off\" (every segment)"))
+                return src.err(d.span(), format!("`delayed_ack` = {} is not a policy; write \"linux\" (quick ACKs, then every second segment, 40 ms timer) or \"off\" (every segment)", wording::quoted(other)))
             }
         },
     };
@@ -292,7 +385,7 @@ size = "1MB"
         let with_rate = |extra: &str| base.replace(rate, &format!("{rate}\n{extra}"));
         // (scenario, the error it must start with)
         let cases: Vec<(String, &str)> = vec![
-            (base.replace("rate = ", "ratee = "), "s.toml line 3: unknown key `ratee`, expected one of"),
+            (base.replace("rate = ", "ratee = "), "s.toml line 3: unknown key `ratee` in [link]; valid keys are rate, trace,"),
             (
                 base.replace("\"10Mbit\"", "\"-5Mbit\""),
                 "s.toml line 3: `rate` = \"-5Mbit\" is not a positive rate; write e.g. \"100Mbit\", \"1.5Gbit\" or \"128kbit\"",

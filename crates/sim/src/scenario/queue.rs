@@ -4,7 +4,9 @@
 
 use toml::Spanned as S;
 
-use super::units::{parse_bytes, parse_duration, parse_percent_ppm, Source};
+use super::limits::{self, MAX_PACKETS, MAX_QUEUE_BYTES};
+use super::units::{fmt_bytes, parse_bytes, parse_duration, parse_percent_ppm, Source};
+use super::wording::{quoted, show, show_value};
 use super::ScenarioError;
 use crate::time::{Time, MS};
 use crate::world::QueueConfig;
@@ -18,12 +20,12 @@ pub(super) struct QueueSize {
     pub bdp: u64,
     /// A data packet on the wire: the smallest byte limit.
     pub packet_bytes: u32,
-    /// The link's `ecn_mark_at`, for a FIFO.
-    pub mark_at: Option<u32>,
     /// A mahimahi trace link, which takes only a FIFO for now.
     pub trace_link: bool,
 }
 
+/// The queue `q` describes; a FIFO comes without ECN marking, which the
+/// link adds.
 pub(super) fn queue(
     src: &Source,
     q: &S<toml::Value>,
@@ -36,31 +38,68 @@ pub(super) fn queue(
             format!("`queue` {why}; write a packet count (84), a size (\"64KB\"), a multiple of the BDP (\"1.5bdp\") or a table such as {{ kind = \"codel\" }}"),
         )
     };
+    let too_many = |what: String| {
+        src.err(
+            q.span(),
+            format!(
+                "`queue` = {what} more than {MAX_PACKETS} packets, the limit ({})",
+                limits::QUEUE_PACKETS.why
+            ),
+        )
+    };
     let limit = match q.get_ref() {
-        toml::Value::Integer(n) if *n >= 1 && *n <= u32::MAX as i64 => Limit::Packets(*n as u32),
-        toml::Value::Integer(n) => return bad(&format!("= {n} is smaller than one packet")),
+        toml::Value::Integer(n) if *n < 1 => {
+            return bad(&format!("= {n} is smaller than one packet"))
+        }
+        toml::Value::Integer(n) if *n as u64 > MAX_PACKETS => return too_many(format!("{n} is")),
+        toml::Value::Integer(n) => Limit::Packets(*n as u32),
         toml::Value::String(s) if s.ends_with("bdp") => {
             match s.trim_end_matches("bdp").trim().parse::<f64>() {
                 Ok(x) if x > 0.0 && x.is_finite() => {
-                    Limit::Packets(((bdp as f64 * x).round() as u32).max(1))
+                    let packets = (bdp as f64 * x).round();
+                    if packets > MAX_PACKETS as f64 {
+                        return too_many(format!(
+                            "{} is {packets:.0} packets at a BDP of {bdp},",
+                            quoted(s)
+                        ));
+                    }
+                    Limit::Packets((packets as u32).max(1))
                 }
-                _ => return bad(&format!("= \"{s}\" is not a positive multiple of the BDP")),
+                _ => {
+                    return bad(&format!(
+                        "= {} is not a positive multiple of the BDP",
+                        quoted(s)
+                    ))
+                }
             }
         }
         toml::Value::String(s) => match parse_bytes(s) {
+            Some(b) if b > MAX_QUEUE_BYTES => {
+                return bad(&format!(
+                    "= {} is larger than {}, the limit ({})",
+                    quoted(s),
+                    fmt_bytes(MAX_QUEUE_BYTES),
+                    limits::QUEUE_PACKETS.why
+                ))
+            }
             Some(b) if b >= pkt as u64 => Limit::Bytes(b),
-            Some(_) => return bad(&format!("= \"{s}\" is smaller than one {pkt}-byte packet")),
-            None => return bad(&format!("= \"{s}\" is not a size")),
+            Some(_) => {
+                return bad(&format!(
+                    "= {} is smaller than one {pkt}-byte packet",
+                    quoted(s)
+                ))
+            }
+            None => return bad(&format!("= {} is not a size", quoted(s))),
         },
         toml::Value::Table(_) if size.trace_link => {
             return bad("is an AQM, but a trace link supports only a FIFO for now")
         }
         toml::Value::Table(t) => return aqm(src, q.span(), t, bdp),
-        other => return bad(&format!("= {other} is not a queue size")),
+        other => return bad(&format!("= {} is not a queue size", show_value(other))),
     };
     Ok(QueueConfig::Fifo {
         limit,
-        mark_at: size.mark_at,
+        mark_at: None,
     })
 }
 
@@ -71,14 +110,28 @@ fn aqm(
     t: &toml::Table,
     bdp: u64,
 ) -> Result<QueueConfig, ScenarioError> {
-    let kind = t.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    let kind = match t.get("kind") {
+        Some(toml::Value::String(k)) => k.as_str(),
+        Some(other) => {
+            return src.err(
+                span,
+                format!("queue `kind` = {} is not a queue; valid kinds are codel, fq_codel, red (a FIFO is written as a size)", show_value(other)),
+            )
+        }
+        None => {
+            return src.err(
+                span,
+                "a queue table needs `kind`; valid kinds are codel, fq_codel, red (a FIFO is written as a size)".into(),
+            )
+        }
+    };
     let allowed: &[&str] = match kind {
         "codel" | "fq_codel" => &["kind", "target", "interval", "limit", "ecn"],
         "red" => &["kind", "min", "max", "probability", "weight", "limit", "ecn"],
         _ => {
             return src.err(
                 span,
-                format!("queue `kind` = \"{kind}\" is not a queue; valid kinds are codel, fq_codel, red (a FIFO is written as a size)"),
+                format!("queue `kind` = {} is not a queue; valid kinds are codel, fq_codel, red (a FIFO is written as a size)", quoted(kind)),
             )
         }
     };
@@ -86,7 +139,8 @@ fn aqm(
         return src.err(
             span,
             format!(
-                "unknown key `{k}` in a {kind} queue; valid keys are {}",
+                "unknown key `{}` in a {kind} queue; valid keys are {}",
+                show(k),
                 allowed.join(", ")
             ),
         );
@@ -107,14 +161,32 @@ struct AqmKeys<'a> {
 }
 
 impl AqmKeys<'_> {
+    /// `k`'s value, as a message echoes it.
+    fn shown(v: &toml::Value) -> String {
+        show_value(v)
+    }
+
     fn dur(&self, k: &str, default: Time) -> Result<Time, ScenarioError> {
+        let w = &limits::AQM_TIME;
         match self.t.get(k) {
             None => Ok(default),
             Some(v) => match v.as_str().and_then(parse_duration) {
+                Some(d) if d > w.max => self.src.err(
+                    self.span.clone(),
+                    format!(
+                        "`{k}` = {} is longer than {}, the limit ({})",
+                        Self::shown(v),
+                        super::units::fmt_duration(w.max),
+                        w.why
+                    ),
+                ),
                 Some(d) if d > 0 => Ok(d),
                 _ => self.src.err(
                     self.span.clone(),
-                    format!("`{k}` = {v} is not a positive duration; write e.g. \"5ms\""),
+                    format!(
+                        "`{k}` = {} is not a positive duration; write e.g. \"5ms\"",
+                        Self::shown(v)
+                    ),
                 ),
             },
         }
@@ -123,10 +195,14 @@ impl AqmKeys<'_> {
     fn count(&self, k: &str, default: u32) -> Result<u32, ScenarioError> {
         match self.t.get(k) {
             None => Ok(default),
-            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= u32::MAX as i64 => Ok(*n as u32),
+            Some(toml::Value::Integer(n)) if *n >= 1 && *n as u64 <= MAX_PACKETS => Ok(*n as u32),
             Some(v) => self.src.err(
                 self.span.clone(),
-                format!("`{k}` = {v} is not a packet count of at least 1"),
+                format!(
+                    "`{k}` = {} is not a packet count from 1 to {MAX_PACKETS} ({})",
+                    Self::shown(v),
+                    limits::QUEUE_PACKETS.why
+                ),
             ),
         }
     }
@@ -137,7 +213,7 @@ impl AqmKeys<'_> {
             Some(toml::Value::Boolean(b)) => Ok(*b),
             Some(v) => self.src.err(
                 self.span.clone(),
-                format!("`{k}` = {v} is not true or false"),
+                format!("`{k}` = {} is not true or false", Self::shown(v)),
             ),
         }
     }
@@ -159,8 +235,10 @@ fn codel(k: &AqmKeys, fq: bool) -> Result<QueueConfig, ScenarioError> {
 }
 
 fn red(k: &AqmKeys, bdp: u64) -> Result<QueueConfig, ScenarioError> {
-    let min = k.count("min", (bdp / 4).max(1) as u32)? as f64;
-    let max = k.count("max", (bdp * 3 / 4).max(3) as u32)? as f64;
+    // Defaults from the BDP, within the limit on packets.
+    let of_bdp = |x: u64| x.min(MAX_PACKETS) as u32;
+    let min = k.count("min", of_bdp((bdp / 4).max(1)))? as f64;
+    let max = k.count("max", of_bdp((bdp * 3 / 4).max(3)))? as f64;
     if max <= min {
         return k.src.err(
             k.span.clone(),
@@ -174,7 +252,10 @@ fn red(k: &AqmKeys, bdp: u64) -> Result<QueueConfig, ScenarioError> {
             _ => {
                 return k.src.err(
                     k.span.clone(),
-                    format!("`probability` = {v} is not a percentage above 0, e.g. \"10%\""),
+                    format!(
+                        "`probability` = {} is not a percentage above 0, e.g. \"10%\"",
+                        AqmKeys::shown(v)
+                    ),
                 )
             }
         },
@@ -185,12 +266,19 @@ fn red(k: &AqmKeys, bdp: u64) -> Result<QueueConfig, ScenarioError> {
         Some(v) => {
             return k.src.err(
                 k.span.clone(),
-                format!("`weight` = {v} is not a weight in (0, 1]"),
+                format!("`weight` = {} is not a weight in (0, 1]", AqmKeys::shown(v)),
             )
         }
     };
+    let limit = k.count("limit", of_bdp((bdp * 2).max(max as u64 + 1)))?;
+    if limit as f64 <= max {
+        return k.src.err(
+            k.span.clone(),
+            format!("RED's `limit` ({limit}) must be above its `max` ({max}): a queue that tail-drops first never reaches RED's full probability"),
+        );
+    }
     Ok(QueueConfig::Red(RedParams {
-        limit: k.count("limit", (bdp * 2).max(max as u64 + 1) as u32)?,
+        limit,
         min,
         max,
         max_p,
