@@ -543,7 +543,7 @@ fn compare_refuses_runs_that_cannot_differ_and_warns_of_a_partial_sweep() {
     fs::write(
         &up,
         SCENARIO
-            .replace("duration = \"12s\"", "duration = \"1s\"")
+            .replace("duration = \"12s\"", "duration = \"2s\"")
             .replace("queue = 84\n", "queue = 84\n[link.up]\nloss = \"1%\"\n"),
     )
     .unwrap();
