@@ -225,6 +225,8 @@ pub struct Cdg {
     /// A replay's view of the next draw's outcome, from the trace.
     expect_state: Option<u8>,
     expect_backoff_cnt: Option<u16>,
+    /// A replay's second try: take an undecided draw as not fired.
+    other_draw: bool,
 }
 
 impl Default for Cdg {
@@ -291,6 +293,7 @@ impl Cdg {
             rng: SplitMix64::new(0),
             expect_state: None,
             expect_backoff_cnt: None,
+            other_draw: false,
         }
     }
 
@@ -379,13 +382,21 @@ impl Cdg {
     }
 
     /// Does the backoff draw fire? `prandom <= P(no backoff)` keeps going.
-    /// A replay has told us what the trace shows the draw did.
+    /// A replay has told us what the trace shows the draw did: with
+    /// `use_ineff` the count of backoffs says; else the state after the
+    /// call, `CDG_BACKOFF` if it fired. That cannot tell when CDG was
+    /// backing off already: a backoff in Loss, where `tcp_enter_cwr()` does
+    /// nothing, leaves `CDG_BACKOFF` until some CWR completes, and a draw
+    /// that does not fire meanwhile leaves it too. Such a draw is taken as
+    /// fired, and on a replay's second try ([`Cdg::expect_other_draw`]) as
+    /// not.
     fn draw_backoff(&mut self, grad: u32) -> bool {
         let cnt = self.expect_backoff_cnt.take();
         let state = self.expect_state.take();
+        let other = core::mem::take(&mut self.other_draw);
         match (cnt, state) {
             (Some(c), _) if self.params.use_ineff != 0 => c == self.st.backoff_cnt.wrapping_add(1),
-            (_, Some(s)) => s == CDG_BACKOFF,
+            (_, Some(s)) => s == CDG_BACKOFF && !(other && self.undecided(s)),
             _ => {
                 let r = (self.rng.next_u64() >> 32) as u32;
                 r > nexp_u32(grad.wrapping_mul(self.params.backoff_factor))
@@ -446,6 +457,12 @@ impl Cdg {
     fn forget_forced_draw(&mut self) {
         self.expect_state = None;
         self.expect_backoff_cnt = None;
+        self.other_draw = false;
+    }
+
+    /// Can a trace's `state` of `s` after a draw not say whether it fired?
+    fn undecided(&self, s: u8) -> bool {
+        self.params.use_ineff == 0 && s == CDG_BACKOFF && self.st.state == CDG_BACKOFF
     }
 
     /// Ends the round: gradient, possibly a backoff. True if it backed off.
@@ -620,6 +637,13 @@ impl CongestionControl for Cdg {
             "backoff_cnt" => self.expect_backoff_cnt = Some(value as u16),
             _ => {}
         }
+    }
+
+    fn expect_other_draw(&mut self) -> bool {
+        // The state cannot become CDG_BACKOFF before the draw within a
+        // call, so the state now says whether the draw will be undecided.
+        self.other_draw = self.expect_state.is_some_and(|s| self.undecided(s));
+        self.other_draw
     }
 
     fn visit_ca(&self, visit: CaVisitor<'_>) {
@@ -828,6 +852,36 @@ mod tests {
             let backed_off = h.sk.icsk_ca_state == CaState::Cwr;
             assert_eq!(backed_off, n <= 2, "draw {n}");
         }
+    }
+
+    #[test]
+    fn a_replay_can_take_an_undecided_draw_either_way() {
+        // In Loss, where a backoff cannot enter CWR, CDG backing off already:
+        // the trace's state of CDG_BACKOFF after the next round cannot say
+        // whether that round's draw fired.
+        let mut h = cdg(CdgParams {
+            use_ineff: 0,
+            ..CdgParams::default()
+        });
+        round(&mut h, 10_000); // Reno's credit: snd_cwnd_cnt 1.
+        h.sk.icsk_ca_state = CaState::Loss;
+        h.cc.st.state = CDG_BACKOFF;
+        let mut other = h.clone();
+        // Taken as fired: the round ends there, no congestion avoidance.
+        h.cc.expect_random("state", CDG_BACKOFF as i64);
+        round(&mut h, 12_000);
+        assert_eq!((h.sk.snd_cwnd, h.sk.snd_cwnd_cnt), (100, 1));
+        // The second try takes it as not fired: Reno's credit for the ACK.
+        other.cc.expect_random("state", CDG_BACKOFF as i64);
+        assert!(other.cc.expect_other_draw());
+        round(&mut other, 12_000);
+        assert_eq!((other.sk.snd_cwnd, other.sk.snd_cwnd_cnt), (100, 2));
+        assert_eq!(other.cc.st.state, CDG_BACKOFF);
+        // A state the draw would have to change is no doubt.
+        let mut h = cdg(CdgParams::default());
+        round(&mut h, 10_000);
+        h.cc.expect_random("state", CDG_BACKOFF as i64);
+        assert!(!h.cc.expect_other_draw());
     }
 
     #[test]
