@@ -1131,7 +1131,9 @@ mod tests {
     #[test]
     fn own_cwr_cuts_cwnd_at_once_and_holds_until_an_ack_passes_the_backoffs_snd_nxt() {
         let mut h = back_off(own());
-        // The backoff's round ended at ACK 144,802 with snd_nxt 289,602.
+        // The backoff's round ended at ACK 144,802 with snd_nxt 289,602:
+        // each round ends one past the last one's snd_nxt (0, then
+        // 144,801) and sends 100 segments of 1448 bytes beyond it.
         assert_eq!(h.cc.st.state, CDG_BACKOFF);
         assert!(h.cc.st.own.in_cwr);
         assert_eq!(h.cc.st.own.cwr_high_seq, 289_602);
