@@ -115,19 +115,8 @@ pub struct Start {
 /// What the core does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// `dt_us` later, an ACK of `acked` segments with an RTT sample
-    /// (`rtt_us`, -1: none), echoing ECE if `ece` (its segments count in
-    /// `delivered_ce`); `cwnd_limited` is `tp->is_cwnd_limited`, `losses`
-    /// and `app_limited` go into the rate sample.
-    Ack {
-        acked: u32,
-        rtt_us: i32,
-        dt_us: u64,
-        ece: bool,
-        cwnd_limited: bool,
-        losses: i32,
-        app_limited: bool,
-    },
+    /// An ACK.
+    Ack(Ack),
     /// SACKs, loss marks and retransmissions change the flight.
     Flight(Flight),
     /// Fast retransmit: `tcp_enter_recovery()`.
@@ -149,6 +138,21 @@ pub enum Event {
     Ce { ce: bool },
     /// `sk_pacing_rate` and `sk_pacing_status` change (HyStart reads them).
     Pacing { rate: u64, paced: bool },
+}
+
+/// `dt_us` after the previous event, an ACK of `acked` segments with an
+/// RTT sample (`rtt_us`, -1: none), echoing ECE if `ece` (its segments
+/// count in `delivered_ce`); `cwnd_limited` is `tp->is_cwnd_limited`,
+/// `losses` and `app_limited` go into the rate sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ack {
+    pub acked: u32,
+    pub rtt_us: i32,
+    pub dt_us: u64,
+    pub ece: bool,
+    pub cwnd_limited: bool,
+    pub losses: i32,
+    pub app_limited: bool,
 }
 
 /// A starting connection and the events that follow.
@@ -229,7 +233,7 @@ impl<C: CongestionControl, T: Tap<C>> Player<C, T> {
     /// Makes the hook calls the kernel makes for `e`.
     pub fn play(&mut self, e: &Event) {
         match *e {
-            Event::Ack { .. } => self.ack(e),
+            Event::Ack(a) => self.ack(a),
             Event::Flight(f) => set_flight(&mut self.sk, f),
             Event::Loss => self.enter_recovery(),
             Event::Cwr => {
@@ -280,8 +284,10 @@ impl<C: CongestionControl, T: Tap<C>> Player<C, T> {
         }
     }
 
-    fn ack(&mut self, e: &Event) {
-        let Event::Ack {
+    /// `tcp_ack()`: the ACK's counters, `in_ack_event`, `pkts_acked`, then
+    /// `cong_control`, or `cong_avoid` outside a reduction.
+    fn ack(&mut self, a: Ack) {
+        let Ack {
             acked,
             rtt_us,
             dt_us,
@@ -289,10 +295,7 @@ impl<C: CongestionControl, T: Tap<C>> Player<C, T> {
             cwnd_limited,
             losses,
             app_limited,
-        } = *e
-        else {
-            return;
-        };
+        } = a;
         let prior_us = self.now_us;
         self.advance(dt_us);
         let prior_in_flight = self.sk.packets_in_flight();
@@ -588,7 +591,7 @@ impl Event {
                     _ if kernel => 0,
                     _ => pick32(raw[3] >> 4, 0, u32::MAX) as i32,
                 };
-                Event::Ack {
+                Event::Ack(Ack {
                     acked,
                     rtt_us,
                     dt_us: pick_dt(raw[2]),
@@ -597,7 +600,7 @@ impl Event {
                     cwnd_limited: raw[3] & 1 != 0,
                     losses,
                     app_limited: raw[3] & 2 != 0,
-                }
+                })
             }
             12 => Event::Flight(Flight::decode(domain, raw)),
             13 => Event::Loss,
@@ -632,6 +635,7 @@ impl Event {
 pub mod strategy {
     use super::*;
     use proptest::prelude::*;
+    use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 
     pub fn start(domain: Domain) -> impl Strategy<Value = Start> {
         any::<[u64; Start::DRAWS]>().prop_map(move |raw| Start::decode(domain, raw))
@@ -649,5 +653,33 @@ pub mod strategy {
             proptest::collection::vec(event(domain), 1..max_events),
         )
             .prop_map(|(start, events)| Script { start, events })
+    }
+
+    /// Runs `property` over `cases` values of `strategy` for every spec of
+    /// [`SPECS`], each spec with cases of its own (`PROPTEST_CASES` sets
+    /// another number, for a longer soak), and panics naming the spec of a
+    /// failure. Failures are saved beside `source_file` (pass `file!()`).
+    pub fn for_every_spec<S: Strategy>(
+        source_file: &'static str,
+        cases: u32,
+        strategy: S,
+        property: impl Fn(&str, S::Value) -> Result<(), TestCaseError>,
+    ) {
+        for spec in SPECS {
+            let mut runner = TestRunner::new(Config {
+                cases: std::env::var("PROPTEST_CASES").map_or(cases, |_| Config::default().cases),
+                source_file: Some(source_file),
+                failure_persistence: Some(alloc::boxed::Box::new(
+                    FileFailurePersistence::WithSource("proptest-regressions"),
+                )),
+                // Scripts are long: shrinking one to a few events takes
+                // more than the default 4,096 steps (only a failure pays).
+                max_shrink_iters: 100_000,
+                ..Config::default()
+            });
+            if let Err(e) = runner.run(&strategy, |v| property(spec, v)) {
+                panic!("{spec}: {e}");
+            }
+        }
     }
 }

@@ -37,36 +37,21 @@
 
 use kleinrock_cc::cdg::CdgCwr;
 use kleinrock_cc::ops::Tap;
-use kleinrock_cc::script::strategy::script;
-use kleinrock_cc::script::{Domain, Event, Flight, Player, Script, Start, SPECS};
+use kleinrock_cc::script::strategy::{self, script};
+use kleinrock_cc::script::{Ack, Domain, Event, Flight, Player, Script, Start, SPECS};
 use kleinrock_cc::{Algorithm, CongestionControl, Declared, Hook, Sock, ALGORITHMS};
-use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
+use proptest::test_runner::TestCaseError;
 
-/// Cases per spec and property; `PROPTEST_CASES` sets another number (a
-/// longer soak).
+/// Cases per spec and property.
 const CASES: u32 = 1_000;
 /// Events per script, at most.
 const EVENTS: usize = 400;
 
-/// Runs `property` over `CASES` scripts from `domain` for every spec,
-/// naming the spec of a failure.
+/// Runs `property` over `CASES` scripts from `domain` for every spec.
 fn for_every_spec(domain: Domain, property: impl Fn(&str, &Script) -> Result<(), TestCaseError>) {
-    for spec in SPECS {
-        let mut runner = TestRunner::new(Config {
-            cases: std::env::var("PROPTEST_CASES").map_or(CASES, |_| Config::default().cases),
-            source_file: Some(file!()),
-            failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
-                "proptest-regressions",
-            ))),
-            // Scripts are long: shrinking them to a few events takes more
-            // than the default 4,096 steps (only a failure pays for it).
-            max_shrink_iters: 100_000,
-            ..Config::default()
-        });
-        if let Err(e) = runner.run(&script(domain, EVENTS), |s| property(spec, &s)) {
-            panic!("{spec}: {e}");
-        }
-    }
+    strategy::for_every_spec(file!(), CASES, script(domain, EVENTS), |spec, s| {
+        property(spec, &s)
+    });
 }
 
 fn algorithm(spec: &str) -> Algorithm {
@@ -279,15 +264,12 @@ fn fresh(hz: u32, clamp: u32) -> Start {
 }
 
 fn ack(acked: u32, rtt_us: i32, dt_us: u64) -> Event {
-    Event::Ack {
+    Event::Ack(Ack {
         acked,
         rtt_us,
         dt_us,
-        ece: false,
-        cwnd_limited: false,
-        losses: 0,
-        app_limited: false,
-    }
+        ..Ack::default()
+    })
 }
 
 /// Cases the earlier property found, kept as scripts.

@@ -333,15 +333,13 @@ x,cong_avoid,1,4000,16,16,0,4294967295,0,8,0,16,16,0,0,,,,
 /// the replay took it as fired and diverged at the next round (no growth).
 #[test]
 fn a_cdg_draw_that_leaves_it_backing_off_replays() {
-    use kleinrock_cc::script::{Event, Flight, Player, Start};
-    let ack = |acked, rtt_us| Event::Ack {
-        acked,
-        rtt_us,
-        dt_us: 0,
-        ece: false,
-        cwnd_limited: false,
-        losses: 0,
-        app_limited: false,
+    use kleinrock_cc::script::{Ack, Event, Flight, Player, Start};
+    let ack = |acked, rtt_us| {
+        Event::Ack(Ack {
+            acked,
+            rtt_us,
+            ..Ack::default()
+        })
     };
     let start = Start {
         hz: 100,
@@ -401,34 +399,11 @@ fn member(cc: &Algorithm, name: &str) -> Option<i64> {
 mod properties {
     use super::*;
     use kleinrock_cc::ops::Tap;
-    use kleinrock_cc::script::strategy::script;
-    use kleinrock_cc::script::{Domain, Player, Script, SPECS};
+    use kleinrock_cc::script::strategy::{for_every_spec, script};
+    use kleinrock_cc::script::{Domain, Player, Script};
     use kleinrock_cc::{CongestionControl, Hook, Sock};
     use proptest::prelude::*;
-    use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
-
-    /// Runs `property` over `cases` cases of `strategy` for every spec,
-    /// naming the spec of a failure (`PROPTEST_CASES` sets another number).
-    fn for_every_spec<S: Strategy>(
-        cases: u32,
-        strategy: S,
-        property: impl Fn(&str, S::Value) -> Result<(), TestCaseError>,
-    ) {
-        for spec in SPECS {
-            let mut runner = TestRunner::new(Config {
-                cases: std::env::var("PROPTEST_CASES").map_or(cases, |_| Config::default().cases),
-                source_file: Some(file!()),
-                failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
-                    "proptest-regressions",
-                ))),
-                max_shrink_iters: 100_000,
-                ..Config::default()
-            });
-            if let Err(e) = runner.run(&strategy, |v| property(spec, v)) {
-                panic!("{spec}: {e}");
-            }
-        }
-    }
+    use proptest::test_runner::TestCaseError;
 
     /// A recorder that, like the property tests' player, calls no hook
     /// once cwnd is 0: the kernel defines nothing after that (its next
@@ -480,7 +455,7 @@ mod properties {
     #[test]
     fn every_recorded_script_round_trips() {
         let scripts = prop_oneof![script(Domain::Kernel, 200), script(Domain::Any, 200)];
-        for_every_spec(128, scripts, |spec, s| round_trip(spec, &s));
+        for_every_spec(file!(), 128, scripts, |spec, s| round_trip(spec, &s));
     }
 
     /// Whatever the path, a run of every spec the ACK-clock model drives
@@ -494,26 +469,31 @@ mod properties {
             0u32..100_000,
             any::<u64>(),
         );
-        for_every_spec(8, path, |spec, (hz, rtt_us, rate_pps, loss_ppm, seed)| {
-            let cc: Algorithm = spec.parse().unwrap();
-            let path = tmp(&format!("run-{seed}.csv"));
-            let rec = Recorder::create(&path, &cc).unwrap();
-            let net = NetPath {
-                rtt_us,
-                rate_pps,
-                buffer_pkts: 50,
-                loss_ppm,
-                ack_every: 2,
-                seed,
-            };
-            let mut d = Driver::new(cc, net, hz, rec);
-            d.run_for(1_500_000);
-            let rows = d.tap.finish().unwrap();
-            let report = run(&path, spec, hz).unwrap();
-            fs::remove_file(&path).unwrap();
-            prop_assert_eq!(report.rows, rows);
-            prop_assert!(report.agrees(), "{}", report);
-            Ok(())
-        });
+        for_every_spec(
+            file!(),
+            8,
+            path,
+            |spec, (hz, rtt_us, rate_pps, loss_ppm, seed)| {
+                let cc: Algorithm = spec.parse().unwrap();
+                let path = tmp(&format!("run-{seed}.csv"));
+                let rec = Recorder::create(&path, &cc).unwrap();
+                let net = NetPath {
+                    rtt_us,
+                    rate_pps,
+                    buffer_pkts: 50,
+                    loss_ppm,
+                    ack_every: 2,
+                    seed,
+                };
+                let mut d = Driver::new(cc, net, hz, rec);
+                d.run_for(1_500_000);
+                let rows = d.tap.finish().unwrap();
+                let report = run(&path, spec, hz).unwrap();
+                fs::remove_file(&path).unwrap();
+                prop_assert_eq!(report.rows, rows);
+                prop_assert!(report.agrees(), "{}", report);
+                Ok(())
+            },
+        );
     }
 }
