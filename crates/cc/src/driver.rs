@@ -412,6 +412,8 @@ mod tests {
         let mut d = Driver::new(cc, path(500_000), 1000, NoTap);
         let t = d.run_for(10 * USEC_PER_SEC);
         assert!(t.timeouts > 0);
-        assert!(d.sk.snd_ssthresh >= 2);
+        // The last timeout came at cwnd 1: tcp_reno_ssthresh() gives
+        // max(1 >> 1, 2).
+        assert_eq!((d.sk.prior_cwnd, d.sk.snd_ssthresh), (1, 2));
     }
 }

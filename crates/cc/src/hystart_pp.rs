@@ -296,7 +296,9 @@ mod tests {
         sk.snd_una += 1;
         h.on_ack(&mut sk, Some(60_000));
         assert_eq!(h.phase, Phase::Done);
-        assert_eq!(sk.snd_ssthresh, sk.snd_cwnd);
+        // ssthresh = cwnd: 10, + 8 in round 1, + 7 in round 2 before its
+        // eighth sample enters CSS, + 41 ACKs in CSS / 4 = 10: 35.
+        assert_eq!((sk.snd_ssthresh, sk.snd_cwnd), (35, 35));
     }
 
     #[test]

@@ -25,18 +25,21 @@
 //!   drives an algorithm.
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
 //! - `harness` (tests, and the `harness` feature): one algorithm and its
-//!   connection, driven hook by hook.
+//!   connection, driven hook by hook; `script`: events of the TCP core
+//!   played onto one algorithm for property tests (strategies for them
+//!   with the `proptest` feature).
 //! - [`rand`]: the seeded generator everything random draws from.
 //!
-//! The crate has no dependencies and reads no clock and no randomness. It is
-//! `no_std` (with `alloc`, for spec strings), so the same algorithms build
-//! for embedded and kernel-adjacent userspace transports.
+//! The crate has no dependencies (proptest, optionally, for test
+//! strategies) and reads no clock and no randomness. It is `no_std` (with
+//! `alloc`, for spec strings), so the same algorithms build for embedded
+//! and kernel-adjacent userspace transports.
 
 #![no_std]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
-#[cfg(test)]
+#[cfg(any(test, feature = "proptest"))]
 extern crate std;
 
 #[macro_use]
@@ -58,6 +61,8 @@ pub mod ops;
 pub mod params;
 pub mod rand;
 pub mod reno;
+#[cfg(any(test, feature = "harness"))]
+pub mod script;
 pub mod sock;
 pub mod spec;
 pub mod state;

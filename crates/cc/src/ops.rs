@@ -199,6 +199,15 @@ pub trait CongestionControl {
     /// call must produce it.
     fn expect_random(&mut self, _name: &str, _value: i64) {}
 
+    /// A replay's second try at a row that diverged: a draw forced by
+    /// [`CongestionControl::expect_random`] whose outcome the trace's value
+    /// could not decide (CDG's `state` when it was backing off already)
+    /// is taken the other way in the coming call. False if no forced draw
+    /// is undecided, and nothing is worth retrying.
+    fn expect_other_draw(&mut self) -> bool {
+        false
+    }
+
     /// Private members the kernel fills from a random draw (BBR's
     /// `cycle_idx`): a replay copies them from the trace instead of
     /// expecting to reproduce them.

@@ -205,6 +205,9 @@ macro_rules! algorithms {
             fn expect_random(&mut self, name: &str, value: i64) {
                 algorithms!(@dispatch [$($t)+] self, a => a.expect_random(name, value))
             }
+            fn expect_other_draw(&mut self) -> bool {
+                algorithms!(@dispatch [$($t)+] self, a => a.expect_other_draw())
+            }
         }
     };
 }

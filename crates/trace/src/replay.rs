@@ -282,7 +282,10 @@ pub fn replay(
 }
 
 /// Runs one row's hook on a copy of the algorithm, with `jiffies_in` and,
-/// if that diverges and the clock ticked during the call, `jiffies_out`.
+/// if that diverges and the clock ticked during the call, `jiffies_out`;
+/// then, if both diverge, each again with the other outcome of a forced
+/// draw the trace could not decide ([`CongestionControl::expect_other_draw`]).
+/// The first attempt that agrees is taken, else the first.
 fn run_row(
     lay: &Layout,
     cells: &[Option<i128>],
@@ -290,28 +293,38 @@ fn run_row(
     hook: &Hook,
     sk: Sock,
 ) -> (Algorithm, Vec<Diff>) {
-    let attempt = |jiffies: u32| {
-        let mut a = cc.clone();
+    let attempt = |mut a: Algorithm, jiffies: u32| {
         let mut s = sk.clone();
         s.jiffies = jiffies;
         let ret = hook.call(&mut a, &mut s);
         let diffs = compare(lay, cells, &s, &a, ret);
         (a, diffs)
     };
-    let first = attempt(sk.jiffies);
+    let first = attempt(cc.clone(), sk.jiffies);
     if first.1.is_empty() {
         return first;
     }
-    let out = lay.jiffies_out.and_then(|i| cells[i]).map(|v| v as u32);
-    match out {
-        Some(j) if j != sk.jiffies => {
-            let second = attempt(j);
-            if second.1.is_empty() {
-                second
-            } else {
-                first
+    let out = lay
+        .jiffies_out
+        .and_then(|i| cells[i])
+        .map(|v| v as u32)
+        .filter(|&j| j != sk.jiffies);
+    let other_draw = {
+        let mut a = cc.clone();
+        a.expect_other_draw().then_some(a)
+    };
+    let retries = [
+        (Some(cc), out),
+        (other_draw.as_ref(), Some(sk.jiffies)),
+        (other_draw.as_ref(), out),
+    ];
+    for (a, jiffies) in retries {
+        if let (Some(a), Some(j)) = (a, jiffies) {
+            let next = attempt(a.clone(), j);
+            if next.1.is_empty() {
+                return next;
             }
         }
-        _ => first,
     }
+    first
 }
