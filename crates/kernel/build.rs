@@ -101,8 +101,11 @@ mod bpf {
         println!("cargo::rerun-if-env-changed=KLEINROCK_REQUIRE");
         // kleinrock-testkit's rule, which a build script cannot depend on
         // (it is a development crate): `all`, or `bpf` in a comma list.
-        let required = env::var("KLEINROCK_REQUIRE")
-            .is_ok_and(|l| l.split(',').map(str::trim).any(|c| c == "all" || c == "bpf"));
+        let required = env::var("KLEINROCK_REQUIRE").is_ok_and(|l| {
+            l.split(',')
+                .map(str::trim)
+                .any(|c| c == "all" || c == "bpf")
+        });
         if required {
             panic!(
                 "{why}, so kleinrock-kernel cannot build its BPF programs, and KLEINROCK_REQUIRE \
