@@ -57,6 +57,7 @@ impl fmt::Display for Missing {
 /// True when the test may go on: nothing is missing. When something is,
 /// panics if `KLEINROCK_REQUIRE` requires it; otherwise records the skip
 /// and returns false, and the test returns.
+#[track_caller]
 pub fn require(missing: Option<Missing>) -> bool {
     let Some(m) = missing else {
         return true;
