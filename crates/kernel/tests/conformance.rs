@@ -297,11 +297,11 @@ fn trace_over(cc: &str, path: Net, secs: u32, dir: &Path) -> Rows {
     Rows::read(&sender.path)
 }
 
-/// Can this machine run these tests? Says what it lacks (a skip, or a
-/// failure where required) when it cannot.
-fn can_run() -> bool {
-    kleinrock_testkit::require(common::skip_reason().or_else(common::iperf3))
-        && common::lab(&LabConfig::default()).is_some()
+/// What every test here needs: a kernel that loads ports, and iperf3.
+/// (The lab needs root, which that includes; any error making one is a
+/// failure.)
+fn missing() -> Option<kleinrock_testkit::Missing> {
+    common::skip_reason().or_else(common::iperf3)
 }
 
 struct Loaded(Vec<&'static str>);
@@ -332,9 +332,7 @@ fn scratch(test: &str) -> PathBuf {
 /// window-based port and the kernel's reno and cubic.
 #[test]
 fn loss_recovery_and_rto_replay_exactly() {
-    if !can_run() {
-        return;
-    }
+    kleinrock_testkit::require!(missing());
     let dir = scratch("loss");
     let ports = [
         ("reno", "krc_reno"),
@@ -383,9 +381,7 @@ fn loss_recovery_and_rto_replay_exactly() {
 /// kernel's random draws taken from the trace.
 #[test]
 fn bbr_under_loss_and_rto_replays_exactly() {
-    if !can_run() {
-        return;
-    }
+    kleinrock_testkit::require!(missing());
     let dir = scratch("bbr");
     let _loaded = load(&[("bbr", "krc_bbr")]);
     for cc in ["krc_bbr", "bbr"] {
@@ -403,9 +399,7 @@ fn bbr_under_loss_and_rto_replays_exactly() {
 /// entry into CSS and its exit to congestion avoidance.
 #[test]
 fn hystart_exits_replay_exactly() {
-    if !can_run() {
-        return;
-    }
+    kleinrock_testkit::require!(missing());
     let dir = scratch("hystart");
     let _loaded = load(&[("cubic", "krc_hs"), ("cubic:hystart=hspp", "krc_hspp")]);
     for cc in ["krc_hs", "cubic"] {
@@ -443,9 +437,7 @@ fn hystart_exits_replay_exactly() {
 /// the window, replayed with zero divergence.
 #[test]
 fn dctcp_ecn_replays_exactly() {
-    if !can_run() {
-        return;
-    }
+    kleinrock_testkit::require!(missing());
     let dir = scratch("dctcp");
     let _loaded = load(&[("dctcp", "krc_dctcp")]);
     let rows = trace_over("krc_dctcp", Net::Marking, 4, &dir);

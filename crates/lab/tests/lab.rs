@@ -30,27 +30,18 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A lab, or `None` when this machine cannot make one: not root, or
-/// without the lab's tools (a skip, or a failure where required). Any
-/// other error is a failure.
+/// A lab, or `None` when this process is not root (a skip, or a failure
+/// where root is required). Any other error, the lab's tools missing
+/// included, is a failure.
 fn lab(config: &LabConfig) -> Option<Lab> {
-    let e = match Lab::new(config) {
-        Ok(lab) => return Some(lab),
-        Err(e) => e,
-    };
-    let capability = match e.kind() {
-        ErrorKind::Unprivileged => "root",
-        ErrorKind::Missing => "lab-tools",
-        _ => panic!("{e}"),
-    };
-    kleinrock_testkit::require(Some(Missing::new(capability, e.to_string())));
-    None
-}
-
-/// Can this machine make labs? Says what it lacks when it cannot, for the
-/// tests that make theirs later, one per attempt.
-fn can_make_labs() -> bool {
-    lab(&LabConfig::default()).is_some()
+    match Lab::new(config) {
+        Ok(lab) => Some(lab),
+        Err(e) if e.kind() == ErrorKind::Unprivileged => {
+            kleinrock_testkit::require(Some(Missing::new("root", e.to_string())));
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
 }
 
 /// Runs a timing measurement until the host was quiet during it, at most
@@ -299,9 +290,7 @@ fn ping_rtt_is_twice_the_one_way_delay() {
 #[test]
 fn the_delay_holds_under_a_100_mbit_flow() {
     let _serial = serial();
-    if !can_make_labs() {
-        return;
-    }
+    require!(root());
     // A fresh lab per attempt, so that the delay line's counters are the
     // attempt's own.
     let ((t, p, stats), quiet) = timed("100 Mbit/s under a 10 ms delay", || {
@@ -701,9 +690,7 @@ fn threads_and_commands_run_inside_the_namespace() {
 #[test]
 fn a_panicking_test_leaves_no_namespace_behind() {
     use std::os::unix::process::ExitStatusExt;
-    if !can_make_labs() {
-        return;
-    }
+    require!(root());
     let before = host_interfaces();
     let names = Mutex::new(Vec::new());
     let server = Mutex::new(None);

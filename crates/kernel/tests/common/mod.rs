@@ -72,21 +72,18 @@ pub fn iperf3() -> Option<Missing> {
     kleinrock_testkit::installed("iperf3", "iperf3")
 }
 
-/// A lab, or `None` when this machine cannot make one: not root, or
-/// without the lab's tools (a skip, or a failure where required). Any
-/// other error is a failure.
+/// A lab, or `None` when this process is not root (a skip, or a failure
+/// where root is required). Any other error, the lab's tools missing
+/// included, is a failure.
 pub fn lab(config: &LabConfig) -> Option<Lab> {
-    let e = match Lab::new(config) {
-        Ok(lab) => return Some(lab),
-        Err(e) => e,
-    };
-    let capability = match e.kind() {
-        ErrorKind::Unprivileged => "root",
-        ErrorKind::Missing => "lab-tools",
-        _ => panic!("lab: {e}"),
-    };
-    kleinrock_testkit::require(Some(Missing::new(capability, e.to_string())));
-    None
+    match Lab::new(config) {
+        Ok(lab) => Some(lab),
+        Err(e) if e.kind() == ErrorKind::Unprivileged => {
+            kleinrock_testkit::require(Some(Missing::new("root", e.to_string())));
+            None
+        }
+        Err(e) => panic!("lab: {e}"),
+    }
 }
 
 /// A TCP port nothing listens on right now.
