@@ -222,8 +222,9 @@ fn ssthresh_calls(path: &Path, members: &[&str]) -> Vec<SsthreshCall> {
     calls
 }
 
-/// What `ssthresh` of the instance `spec` returns for `call`, computed as
-/// the kernel's source computes it, and the private members that takes.
+/// What `ssthresh` of the instance `spec` returns for `call`, worked out
+/// here as the kernel's source computes it (net/ipv4/tcp_*.c), not by the
+/// Rust reference; checks the private members it writes on the way.
 fn kernel_ssthresh(spec: &str, call: &SsthreshCall) -> i128 {
     let cwnd = call.cwnd;
     match spec.parse::<Algorithm>().unwrap() {

@@ -438,8 +438,9 @@ fn the_blackhole_stops_traffic_and_lifting_it_restores_it() {
     );
 }
 
-/// `tcpi_ca_state` after an RTO: tcp_enter_loss(), which only the
-/// retransmission timer calls, sets it.
+/// `tcpi_ca_state` after an RTO: the retransmission timer's
+/// tcp_enter_loss() sets it (the only other way in, tcp_simple_retransmit()
+/// on a smaller path MTU, cannot happen on the lab's fixed MTU).
 const TCP_CA_LOSS: u8 = 4;
 
 /// getsockopt(TCP_INFO), all of it: the RTO test reads the timer's own
