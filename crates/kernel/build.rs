@@ -3,7 +3,15 @@
 //! `$OUT_DIR/objects.rs` for load.rs to embed. A port is found by its
 //! algorithm's name, so adding one is adding its file. Without clang the
 //! crate still builds (cfg `kleinrock_no_clang`) and `load` says how to get
-//! it.
+//! it, unless `KLEINROCK_REQUIRE` requires `bpf` (as scripts/test.sh does,
+//! docs/TESTING.md): then the build fails, since every kernel test would
+//! otherwise pass by skipping.
+//!
+//! Cargo re-runs this script when clang appears or changes: it watches the
+//! clang it found, or, when it found none, the directories of the PATH
+//! (installing clang adds an entry to one of them), so that a target/
+//! first built without clang does not keep its no-BPF build once clang is
+//! installed.
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(kleinrock_no_clang)");
@@ -21,14 +29,11 @@ mod bpf {
     use std::path::{Path, PathBuf};
 
     pub fn build() {
-        let Some(clang) = find_clang() else {
-            println!("cargo::rustc-cfg=kleinrock_no_clang");
-            println!(
-                "cargo::warning=clang not found: kleinrock-kernel is built without its BPF \
-                 programs (install clang and rebuild to load algorithms into the kernel)"
-            );
-            return;
+        let clang = match find_clang() {
+            Ok(clang) => clang,
+            Err(why) => return without_clang(&why),
         };
+        println!("cargo::rerun-if-changed={}", clang.display());
         let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
         let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
         let include = manifest.join("src/bpf");
@@ -64,16 +69,54 @@ mod bpf {
         names
     }
 
-    /// The clang to use: $CLANG, else `clang` on the PATH.
-    fn find_clang() -> Option<PathBuf> {
+    /// The clang to use: $CLANG, else `clang` on the PATH; or why there is
+    /// none. Without one, watches the PATH's directories for it to appear.
+    fn find_clang() -> Result<PathBuf, String> {
         if let Some(c) = env::var_os("CLANG") {
-            return Some(PathBuf::from(c));
+            let c = PathBuf::from(c);
+            if c.is_file() {
+                return Ok(c);
+            }
+            return Err(format!("$CLANG ({}) is not a file", c.display()));
         }
-        env::var_os("PATH").and_then(|paths| {
-            env::split_paths(&paths)
-                .map(|dir| dir.join("clang"))
-                .find(|p| p.is_file())
-        })
+        let dirs: Vec<PathBuf> = env::var_os("PATH")
+            .map(|paths| env::split_paths(&paths).collect())
+            .unwrap_or_default();
+        if let Some(found) = dirs.iter().map(|d| d.join("clang")).find(|p| p.is_file()) {
+            return Ok(found);
+        }
+        println!("cargo::rerun-if-env-changed=PATH");
+        // A directory's modification time changes when an entry is added;
+        // only existing ones, since cargo re-runs for a missing path on
+        // every build.
+        for dir in dirs.iter().filter(|d| d.is_dir()) {
+            println!("cargo::rerun-if-changed={}", dir.display());
+        }
+        Err("clang is not on the PATH".into())
+    }
+
+    /// Builds the crate without BPF programs, or fails the build when
+    /// `KLEINROCK_REQUIRE` requires them.
+    fn without_clang(why: &str) {
+        println!("cargo::rerun-if-env-changed=KLEINROCK_REQUIRE");
+        // kleinrock-testkit's rule, which a build script cannot depend on
+        // (it is a development crate): `all`, or `bpf` in a comma list.
+        let required = env::var("KLEINROCK_REQUIRE").is_ok_and(|l| {
+            l.split(',')
+                .map(str::trim)
+                .any(|c| c == "all" || c == "bpf")
+        });
+        if required {
+            panic!(
+                "{why}, so kleinrock-kernel cannot build its BPF programs, and KLEINROCK_REQUIRE \
+                 requires them (bpf); install clang (apt-get install clang) or point $CLANG at it"
+            );
+        }
+        println!("cargo::rustc-cfg=kleinrock_no_clang");
+        println!(
+            "cargo::warning={why}: kleinrock-kernel is built without its BPF programs \
+             (install clang and rebuild to load algorithms into the kernel)"
+        );
     }
 
     fn build_one(clang: &Path, include: &Path, src: &Path, obj: &Path) {

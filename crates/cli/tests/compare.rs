@@ -379,13 +379,16 @@ fn compare_mistakes_get_one_sentence() {
 
 #[test]
 fn flent_renders_our_files() {
-    // scripts/test.sh installs flent 2.3 from PyPI and says where.
-    let Some(flent) = std::env::var_os("KLEINROCK_FLENT") else {
-        eprintln!(
-            "skipped: set KLEINROCK_FLENT to a flent 2.3 binary (scripts/test.sh installs one)"
-        );
-        return;
-    };
+    // scripts/test.sh installs flent 2.3 from PyPI, says where, and
+    // requires it.
+    let flent = std::env::var_os("KLEINROCK_FLENT");
+    kleinrock_testkit::require!(flent.is_none().then(|| {
+        kleinrock_testkit::Missing::new(
+            "flent",
+            "set KLEINROCK_FLENT to a flent 2.3 binary (scripts/test.sh installs one)",
+        )
+    }));
+    let flent = flent.unwrap();
     let dir = tmpdir("flent");
     let s = scenario(&dir);
     let out = dir.join("r");

@@ -2,10 +2,23 @@
 //! compares them by the names the Rust reference gives in `visit_ca`, in
 //! whatever order the columns come. Every member the Rust visits must be
 //! found in the port's struct, or a trace would silently compare nothing
-//! for it. No root needed.
+//! for it. No root needed; the build must carry BPF programs, and the
+//! kernel's own structs need the kernel's BTF (kleinrock_testkit: a skip,
+//! or a failure where required).
 
 use kleinrock_cc::{Algorithm, CongestionControl};
 use kleinrock_kernel::plan::{plan, Native, Port};
+use kleinrock_testkit::Missing;
+
+/// `bpf`, when this build carries no BPF programs.
+fn no_bpf() -> Option<Missing> {
+    (!kleinrock_kernel::CAN_LOAD).then(|| {
+        Missing::new(
+            "bpf",
+            "this build carries no BPF programs (no clang at build time)",
+        )
+    })
+}
 
 fn rust_names(spec: &str) -> Vec<&'static str> {
     let a: Algorithm = spec.parse().unwrap();
@@ -24,10 +37,7 @@ fn all_named(want: &[&str], have: &[String]) -> Result<(), String> {
 
 #[test]
 fn every_port_names_the_members_the_rust_reference_visits() {
-    if !kleinrock_kernel::CAN_LOAD {
-        eprintln!("skipped: this build carries no BPF programs");
-        return;
-    }
+    kleinrock_testkit::require!(no_bpf());
     // Every registered algorithm, and the variants under which the Rust
     // reference visits members the default does not.
     let variants = ["reno:hystart=hspp", "cubic:hystart=hspp", "cdg:cwr=own"];
@@ -50,10 +60,10 @@ fn every_port_names_the_members_the_rust_reference_visits() {
 
 #[test]
 fn the_kernels_own_structs_name_what_the_rust_reference_visits() {
-    if !kleinrock_kernel::CAN_LOAD || !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
-        eprintln!("skipped: no BPF in this build or no kernel BTF");
-        return;
-    }
+    kleinrock_testkit::require!(no_bpf().or_else(|| {
+        let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
+        (!btf).then(|| Missing::new("btf", "the kernel has no BTF (/sys/kernel/btf/vmlinux)"))
+    }));
     for (native, spec) in [(Native::Cubic, "cubic"), (Native::Bbr, "bbr")] {
         let layout =
             kleinrock_kernel::ca_layout(&Port::Native(native)).unwrap_or_else(|e| panic!("{e}"));

@@ -1,6 +1,7 @@
 //! Loads the ports into the running kernel, runs loopback TCP through them,
 //! and unloads them. Needs root, bpffs (mounted here if missing) and a
-//! kernel with BTF and struct_ops; otherwise it says why and skips.
+//! kernel with BTF and struct_ops; otherwise it says why and skips, or
+//! fails where that is required (kleinrock_testkit).
 //!
 //! Two cubic instances with different parameters run side by side.
 //!
@@ -12,18 +13,18 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddrV4, TcpListener, TcpStream};
-use std::process::Command;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use kleinrock_lab::{Lab, LabConfig, Link, StealMeter, QUIET_STEAL, RECEIVER_ADDR};
 
 use common::{
-    available, congestion_of, connect_to, connect_with, have_iperf3, iperf3_with, json_says,
+    available, congestion_of, connect_to, connect_with, iperf3, iperf3_with, json_says,
     skip_reason, tcp_info, transfer,
 };
 use kleinrock_kernel::pins::{Paths, Unloaded};
 use kleinrock_kernel::plan::plan;
+use kleinrock_testkit::require;
 
 const RENO: &str = "krt_reno";
 const CUBIC: &str = "krt_cubic";
@@ -57,10 +58,7 @@ fn unload_leftovers() {
 #[test]
 fn reno_and_cubic_carry_loopback_traffic_and_unload() {
     let _traffic = with_others();
-    if let Some(why) = skip_reason() {
-        eprintln!("kernel test skipped: {why}");
-        return;
-    }
+    require!(skip_reason());
     unload_leftovers();
     for (spec, name) in [
         ("reno", RENO),
@@ -122,13 +120,7 @@ fn iperf3_runs_over_the_cubic_port() {
 /// Loads `spec` as `name`, runs a one-second iperf3 over loopback with
 /// `-C name`, checks iperf3 reports it, and unloads.
 fn iperf3_through(spec: &str, name: &str) {
-    if let Some(why) = skip_reason() {
-        eprintln!("iperf3 test skipped: {why}");
-        return;
-    }
-    if !have_iperf3("iperf3 test") {
-        return;
-    }
+    require!(skip_reason().or_else(iperf3));
     let _ = Paths::system().unload(name, Duration::from_secs(2));
     kleinrock_kernel::load(&plan(spec, Some(name)).unwrap()).unwrap_or_else(|e| panic!("{e}"));
     let json = iperf3_with(name);
@@ -172,10 +164,7 @@ const BBR: &str = "krt_bbr";
 #[test]
 fn bbr_paces_from_init_as_the_kernels_bbr_and_carries_loopback_traffic() {
     let _traffic = with_others();
-    if let Some(why) = skip_reason() {
-        eprintln!("kernel test skipped: {why}");
-        return;
-    }
+    require!(skip_reason());
     let _ = Paths::system().unload(BBR, Duration::from_secs(2));
     let loaded =
         kleinrock_kernel::load(&plan("bbr", Some(BBR)).unwrap()).unwrap_or_else(|e| panic!("{e}"));
@@ -228,12 +217,11 @@ const TBF_RATE: u64 = 40_000_000;
 
 /// A lab whose forward link is a 40 Mbit/s tbf (no delay, no loss): the
 /// lab's namespaces go with it, even when a test fails or is killed.
-fn tbf_lab() -> Result<Lab, String> {
-    Lab::new(&LabConfig::symmetric(Link {
+fn tbf_lab() -> LabConfig {
+    LabConfig::symmetric(Link {
         rate_bps: Some(TBF_RATE),
         ..Link::default()
-    }))
-    .map_err(|e| e.to_string())
+    })
 }
 
 /// Sends `bytes` through `ca` from the lab's sender to its receiver: the
@@ -285,18 +273,11 @@ fn transfer_through(lab: &Lab, ca: &str, bytes: usize) -> (f64, TcpStream) {
 #[test]
 fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
     let _alone = alone();
-    if let Some(why) = skip_reason() {
-        eprintln!("tbf test skipped: {why}");
-        return;
-    }
+    require!(skip_reason());
     const NAME: &str = "krt_bbr_tbf";
     const BYTES: usize = 8 << 20;
-    let lab = match tbf_lab() {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("tbf test skipped: {e}");
-            return;
-        }
+    let Some(lab) = common::lab(&tbf_lab()) else {
+        return;
     };
     let _ = Paths::system().unload(NAME, Duration::from_secs(2));
     kleinrock_kernel::load(&plan("bbr", Some(NAME)).unwrap()).unwrap_or_else(|e| panic!("{e}"));
@@ -326,6 +307,10 @@ fn bbr_port_fills_a_tbf_bottleneck_as_the_kernels_bbr_does() {
     // time: asserted when the hypervisor left the machine alone (see the
     // lab's tests and docs/LAB.md).
     let stolen = steal.share().unwrap();
+    kleinrock_testkit::timing(
+        "bbr and its port through a 40 Mbit/s tbf",
+        stolen < QUIET_STEAL,
+    );
     if stolen < QUIET_STEAL {
         for (ca, (rate, pacing)) in ["bbr", NAME].iter().zip(&rates) {
             assert!(*rate > 0.5 * bottleneck, "{ca}: {rate} bytes/s");
@@ -369,20 +354,9 @@ fn bbr_trace_shows_init_asking_for_pacing() {
     use kleinrock_kernel::trace::{run, Request};
     use kleinrock_trace::TraceReader;
 
-    if let Some(why) = skip_reason() {
-        eprintln!("kernel test skipped: {why}");
+    require!(skip_reason().or_else(iperf3));
+    let Some(lab) = common::lab(&LabConfig::default()) else {
         return;
-    }
-    if Command::new("iperf3").arg("--version").output().is_err() {
-        eprintln!("trace test skipped: iperf3 is not installed (apt-get install iperf3)");
-        return;
-    }
-    let lab = match Lab::new(&LabConfig::default()) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("trace test skipped: {e}");
-            return;
-        }
     };
     for node in [lab.sender(), lab.receiver()] {
         node.sysctl("net.ipv4.tcp_congestion_control", "reno")

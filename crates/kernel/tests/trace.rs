@@ -7,7 +7,8 @@
 //! recovery, RTO and ECN need a lossy, marking path: those cases run in the
 //! lab (tests/conformance.rs).
 //!
-//! Needs root, bpffs and iperf3; otherwise it says why and skips.
+//! Needs root, bpffs and iperf3; otherwise it says why and skips, or fails
+//! where that is required (kleinrock_testkit).
 
 mod common;
 
@@ -102,14 +103,7 @@ fn main_hook(spec: &str) -> &'static str {
 
 #[test]
 fn kernel_traces_replay_into_the_rust_reference_with_zero_divergence() {
-    if let Some(why) = common::skip_reason() {
-        eprintln!("trace test skipped: {why}");
-        return;
-    }
-    if Command::new("iperf3").arg("--version").output().is_err() {
-        eprintln!("trace test skipped: iperf3 is not installed");
-        return;
-    }
+    kleinrock_testkit::require!(common::skip_reason().or_else(common::iperf3));
     let dir = std::env::temp_dir().join(format!("kleinrock-trace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ports = [
@@ -221,13 +215,9 @@ fn own_cwr_edges(path: &Path) -> OwnCwr {
 /// traced again, up to three times, and each attempt's replay is checked.
 #[test]
 fn a_cdg_backoff_replays_against_the_ports_own_cwr() {
-    if let Some(why) = common::skip_reason().or_else(common::missing_tools) {
-        eprintln!("cdg backoff trace test skipped: {why}");
-        return;
-    }
-    if !common::have_iperf3("cdg backoff trace test") {
-        return;
-    }
+    kleinrock_testkit::require!(common::skip_reason()
+        .or_else(common::missing_tools)
+        .or_else(common::iperf3));
     const NAME: &str = "krt_tr_cdgq";
     const ATTEMPTS: u32 = 3;
     let _ = Paths::system().unload(NAME, Duration::from_secs(2));

@@ -1,5 +1,6 @@
 //! What the root-only kernel tests share: whether this machine can load
-//! ports at all, loopback connections with a chosen congestion control,
+//! ports at all (what it lacks goes to [`kleinrock_testkit::require`]),
+//! labs, loopback connections with a chosen congestion control,
 //! bulk transfers through them, what the kernel reports about a socket, and
 //! iperf3.
 //!
@@ -14,6 +15,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use kleinrock_kernel::pins::Paths;
+use kleinrock_lab::{ErrorKind, Lab, LabConfig};
+use kleinrock_testkit::Missing;
 
 /// `tcp_info.tcpi_options`: ECN was negotiated.
 pub const TCPI_OPT_ECN: u8 = 8;
@@ -24,18 +27,27 @@ pub const TCPI_OPT_ECN_SEEN: u8 = 16;
 const SO_MEMINFO: libc::c_int = 55;
 const SK_MEMINFO_VARS: usize = 9;
 
-/// Why this machine cannot run the kernel tests, if it cannot. Mounts
-/// bpffs when it is missing.
-pub fn skip_reason() -> Option<String> {
+/// What this machine lacks to run the kernel tests, if anything (see
+/// [`kleinrock_testkit::require`]: a skip, or a failure where required).
+/// Mounts bpffs when it is missing.
+pub fn skip_reason() -> Option<Missing> {
     if !kleinrock_kernel::CAN_LOAD {
-        return Some("this build carries no BPF programs (no clang at build time)".into());
+        return Some(Missing::new(
+            "bpf",
+            "this build carries no BPF programs (no clang at build time)",
+        ));
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("loading struct_ops needs root".into());
+    if let Some(m) = kleinrock_testkit::root() {
+        return Some(Missing::new(
+            "root",
+            format!("loading struct_ops {}", m.reason),
+        ));
     }
     if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Some("the kernel has no BTF (/sys/kernel/btf/vmlinux), so no struct_ops".into());
+        return Some(Missing::new(
+            "btf",
+            "the kernel has no BTF (/sys/kernel/btf/vmlinux), so no struct_ops",
+        ));
     }
     let paths = Paths::system();
     if paths.check_bpffs().is_err() {
@@ -45,11 +57,33 @@ pub fn skip_reason() -> Option<String> {
             .status()
             .is_ok_and(|s| s.success());
         if !ok {
-            return Some("bpffs is not mounted and mounting it failed".into());
+            return Some(Missing::new(
+                "bpffs",
+                "bpffs is not mounted and mounting it failed",
+            ));
         }
         eprintln!("kernel test: mounted bpffs at {}", paths.bpffs.display());
     }
     None
+}
+
+/// iperf3, if it is missing.
+pub fn iperf3() -> Option<Missing> {
+    kleinrock_testkit::installed("iperf3", "iperf3")
+}
+
+/// A lab, or `None` when this process is not root (a skip, or a failure
+/// where root is required). Any other error, the lab's tools missing
+/// included, is a failure.
+pub fn lab(config: &LabConfig) -> Option<Lab> {
+    match Lab::new(config) {
+        Ok(lab) => Some(lab),
+        Err(e) if e.kind() == ErrorKind::Unprivileged => {
+            kleinrock_testkit::require(Some(Missing::new("root", e.to_string())));
+            None
+        }
+        Err(e) => panic!("lab: {e}"),
+    }
 }
 
 /// A TCP port nothing listens on right now.
@@ -60,19 +94,14 @@ pub fn free_port() -> u16 {
         .expect("bind an ephemeral port")
 }
 
-/// Why the tests that build paths in network namespaces cannot run, if a
-/// tool they use is missing.
-pub fn missing_tools() -> Option<String> {
-    let missing: Vec<&str> = ["ip", "tc", "iptables", "bpftool"]
-        .into_iter()
-        .filter(|tool| Command::new(tool).arg("-V").output().is_err())
-        .collect();
-    (!missing.is_empty()).then(|| {
-        format!(
-            "{} not installed (apt-get install iproute2 iptables bpftool)",
-            missing.join(", ")
-        )
-    })
+/// The first tool the tests that build paths in network namespaces use
+/// that is missing, if one is.
+pub fn missing_tools() -> Option<Missing> {
+    use kleinrock_testkit::installed;
+    installed("ip", "iproute2")
+        .or_else(|| installed("tc", "iproute2"))
+        .or_else(|| installed("iptables", "iptables"))
+        .or_else(|| installed("bpftool", "bpftool"))
 }
 
 /// The kernel's tcp_available_congestion_control.
@@ -310,15 +339,6 @@ pub fn wait_freed(map: &str, ids: &[u64]) -> Vec<u64> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// Is iperf3 installed? Says so when it is not.
-pub fn have_iperf3(test: &str) -> bool {
-    let ok = Command::new("iperf3").arg("--version").output().is_ok();
-    if !ok {
-        eprintln!("{test} skipped: iperf3 is not installed (apt-get install iperf3)");
-    }
-    ok
 }
 
 /// A one-second iperf3 run over loopback with `-C ca`; returns iperf3's
