@@ -543,7 +543,11 @@ impl Declared for Cubic {
         }
         if p.hystart != SlowStartExit::Linux {
             let d = CubicParams::default();
-            for key in ["hystart_detect", "hystart_low_window", "hystart_ack_delta_us"] {
+            for key in [
+                "hystart_detect",
+                "hystart_low_window",
+                "hystart_ack_delta_us",
+            ] {
                 if p.get(key) != d.get(key) {
                     w.push(format!(
                         "cubic's {key}={} has no effect with hystart={exit}: it tunes Linux \

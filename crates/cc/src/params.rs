@@ -108,7 +108,12 @@ impl fmt::Display for ParamError {
         match self {
             ParamError::Unknown { key } => write!(f, "unknown parameter `{}`", show(key)),
             ParamError::BadValue { key, value } => {
-                write!(f, "`{}` is not a valid value for `{}`", show(value), show(key))
+                write!(
+                    f,
+                    "`{}` is not a valid value for `{}`",
+                    show(value),
+                    show(key)
+                )
             }
         }
     }

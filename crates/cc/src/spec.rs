@@ -315,7 +315,13 @@ mod tests {
             parse("cubic:friendly=off:tcp_friendliness=1").unwrap_err(),
             "`friendly=off` and `tcp_friendliness=1` both set `friendly` in a cubic spec; give it once"
         );
-        for spec in ["cubic::", "cubic:", "cubic::beta=700", "cubic:beta=700:", "cubic: :hystart=off"] {
+        for spec in [
+            "cubic::",
+            "cubic:",
+            "cubic::beta=700",
+            "cubic:beta=700:",
+            "cubic: :hystart=off",
+        ] {
             let e = parse(spec).unwrap_err();
             assert!(
                 e.contains("has an empty parameter (nothing between two `:`, or after the last); remove the extra `:` from the cubic spec"),
@@ -329,8 +335,14 @@ mod tests {
             parse("vegas:alpha=10:beta=2").unwrap_err(),
             "vegas's alpha=10 is above its beta=2: Vegas grows the window below alpha packets queued and shrinks it above beta, so it would never hold still (the kernel takes this and oscillates); give alpha <= beta"
         );
-        assert!(parse("vegas:alpha=10").is_err(), "above the default beta of 4");
-        assert_eq!(parse("vegas:alpha=4:beta=4").unwrap().spec(), "vegas:alpha=4");
+        assert!(
+            parse("vegas:alpha=10").is_err(),
+            "above the default beta of 4"
+        );
+        assert_eq!(
+            parse("vegas:alpha=4:beta=4").unwrap().spec(),
+            "vegas:alpha=4"
+        );
     }
 
     /// What the kernel takes but does not do as written is a warning, not
@@ -372,7 +384,11 @@ mod tests {
             format!(":{long}"),
         ] {
             let e = parse(&spec).unwrap_err();
-            assert!(e.len() < 600 && e.contains("... (") && !e.contains('\n'), "{}", &e[..e.len().min(200)]);
+            assert!(
+                e.len() < 600 && e.contains("... (") && !e.contains('\n'),
+                "{}",
+                &e[..e.len().min(200)]
+            );
         }
         let e = parse("cubic\u{1b}[2J").unwrap_err();
         assert!(e.starts_with("unknown algorithm `cubic\\u001B[2J`"), "{e}");

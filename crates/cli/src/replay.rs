@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use kleinrock_cc::echo::show;
 use kleinrock_cc::Algorithm;
 
 use crate::Failure;
@@ -28,9 +29,12 @@ pub fn parse_spec(s: &str) -> Result<Algorithm, String> {
 
 pub fn parse_hz(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
-        Ok(hz) if (1..=1_000_000).contains(&hz) => Ok(hz),
+        Ok(hz) if kleinrock_trace::HZ.contains(&hz) => Ok(hz),
         _ => Err(format!(
-            "`{s}` is not a clock rate; give HZ as an integer from 1 to 1000000 (Linux uses 100, 250, 300 or 1000)"
+            "`{}` is not a clock rate; give HZ as an integer from {} to {} (Linux uses 100, 250, 300 or 1000)",
+            show(s),
+            kleinrock_trace::HZ.start(),
+            kleinrock_trace::HZ.end()
         )),
     }
 }

@@ -9,8 +9,8 @@ use std::ops::Range;
 
 // How values are escaped and cut is kleinrock_cc's (`echo`), shared with
 // the algorithm specs' and the hook traces' messages.
-pub use kleinrock_cc::echo::{name, show};
 use kleinrock_cc::echo::{escape, ECHO_CHARS};
+pub use kleinrock_cc::echo::{name, show};
 
 /// A TOML literal as written (`"x"`, `1.5`, `[1, 2]`), escaped and cut
 /// as [`show`] does but with its own quotes kept.
