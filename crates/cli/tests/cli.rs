@@ -672,6 +672,70 @@ mod hostile_specs_traces_model {
         );
     }
 
+    /// At the edges of its limits, every algorithm runs without a panic
+    /// (the binary is built with overflow checks here).
+    #[test]
+    fn model_runs_at_the_edges_of_its_limits() {
+        let every = "reno,cubic,bbr,cdg,vegas,htcp,dctcp,cubic:hystart=hspp,reno:hystart=hspp";
+        for args in [
+            &[
+                "--rate-mbps",
+                "100000",
+                "--mss",
+                "64",
+                "--rtt-us",
+                "10",
+                "--seconds",
+                "0.002",
+            ][..],
+            &[
+                "--rate-mbps",
+                "100000",
+                "--mss",
+                "65535",
+                "--rtt-us",
+                "10000000",
+                "--seconds",
+                "20",
+                "--buffer-pkts",
+                "0",
+            ],
+            &[
+                "--rate-mbps",
+                "0.000512",
+                "--mss",
+                "64",
+                "--rtt-us",
+                "10000000",
+                "--seconds",
+                "600",
+            ],
+            &["--loss", "100", "--seconds", "20", "--hz", "1"],
+            &[
+                "--loss",
+                "100",
+                "--seconds",
+                "5",
+                "--hz",
+                "1000000",
+                "--ack-every",
+                "64",
+            ],
+            &[
+                "--seed",
+                "18446744073709551615",
+                "--loss",
+                "0.0001",
+                "--seconds",
+                "0.000001",
+            ],
+        ] {
+            let o = kleinrock(&[&["model", "--cc", every][..], args].concat());
+            let (out, err) = text(&o);
+            assert!(o.status.success(), "{args:?}: {out}{err}");
+        }
+    }
+
     /// What the kernel takes but does not do as written is said, once.
     #[test]
     fn specs_without_effect_are_warned_about() {

@@ -156,14 +156,13 @@ impl fmt::Display for TraceError {
 
 impl std::error::Error for TraceError {}
 
-/// A reader that fails once a line grows past [`MAX_LINE`] bytes, counting
-/// the lines it has passed for the message.
+/// A reader that fails once a line grows past [`MAX_LINE`] bytes. It looks
+/// for the last newline of each read only, from the end, so it costs
+/// little more than the copy.
 struct LineLimit<R> {
     inner: R,
     /// Bytes since the last newline.
     run: u64,
-    /// Newlines passed.
-    lines: u64,
 }
 
 /// The error [`LineLimit`] fails with, told apart by its message.
@@ -172,12 +171,8 @@ const LONG_LINE: &str = "line longer than MAX_LINE";
 impl<R: Read> Read for LineLimit<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        let got = &buf[..n];
-        match got.iter().rposition(|&b| b == b'\n') {
-            Some(last) => {
-                self.lines += got.iter().filter(|&&b| b == b'\n').count() as u64;
-                self.run = (n - last - 1) as u64;
-            }
+        match buf[..n].iter().rposition(|&b| b == b'\n') {
+            Some(last) => self.run = (n - last - 1) as u64,
             None => self.run += n as u64,
         }
         if self.run > MAX_LINE {
@@ -265,14 +260,13 @@ impl TraceReader {
         let limited = LineLimit {
             inner: input,
             run: 0,
-            lines: 0,
         };
         let mut csv = csv::ReaderBuilder::new()
             .buffer_capacity(1 << 16)
             .from_reader(limited);
         let header: Vec<String> = match csv.headers() {
             Ok(h) => h.iter().map(|c| c.trim().to_string()).collect(),
-            Err(e) => return Err(Self::csv_error(path, csv.get_ref().lines, e)),
+            Err(e) => return Err(Self::csv_error(path, 1, e)),
         };
         if header.iter().all(String::is_empty) {
             return Err(TraceError::MissingColumn {
@@ -313,17 +307,16 @@ impl TraceReader {
         })
     }
 
-    /// `e` as a sentence; `lines`: the newlines read so far, for an error
-    /// that has no position of its own.
-    fn csv_error(path: &Path, lines: u64, e: csv::Error) -> TraceError {
-        let line = e.position().map_or(lines + 1, |p| p.line());
+    /// `e` as a sentence; `at`: the line being read, for an error that has
+    /// no position of its own.
+    fn csv_error(path: &Path, at: u64, e: csv::Error) -> TraceError {
+        let line = e.position().map_or(at, |p| p.line());
         let path = path.to_path_buf();
         let said = e.to_string();
         match e.into_kind() {
-            csv::ErrorKind::Io(err) if err.to_string() == LONG_LINE => TraceError::LongLine {
-                path,
-                line: lines + 1,
-            },
+            csv::ErrorKind::Io(err) if err.to_string() == LONG_LINE => {
+                TraceError::LongLine { path, line: at }
+            }
             csv::ErrorKind::Io(err) => TraceError::Io { path, err },
             csv::ErrorKind::UnequalLengths {
                 expected_len, len, ..
@@ -408,9 +401,11 @@ impl TraceReader {
 
     /// Advances to the next row; `None` at the end of the file.
     pub fn next_row(&mut self) -> Result<Option<Row>, TraceError> {
+        // The line after the last record (the header's, before any row).
+        let at = self.record.position().map_or(1, |p| p.line()) + 1;
         let more = match self.csv.read_byte_record(&mut self.record) {
             Ok(more) => more,
-            Err(e) => return Err(Self::csv_error(&self.path, self.csv.get_ref().lines, e)),
+            Err(e) => return Err(Self::csv_error(&self.path, at, e)),
         };
         if !more {
             return Ok(None);
