@@ -1,18 +1,19 @@
 //! `kleinrock model`: every algorithm spec x HZ over one modelled path, in
 //! parallel, as a table; optionally recording each run as a hook trace and
-//! replaying it to prove the recording is exact.
+//! replaying it to prove the recording is exact. Every option, and a run's
+//! work, has a limit checked before any run (docs/MODEL.md).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use kleinrock_cc::driver::{Driver, Path as NetPath, Totals};
+use kleinrock_cc::echo::{name, show};
 use kleinrock_cc::ops::NoTap;
 use kleinrock_cc::Algorithm;
 use kleinrock_trace::Recorder;
 
 use crate::replay::{parse_hz, parse_spec, warn_specs};
 use crate::Failure;
-use kleinrock_cc::echo::{name, show};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -311,8 +311,10 @@ pub fn replay_from(
 /// exactly (a bool is 0 or 1, `icsk_ca_state` one of the five states);
 /// beyond that, every value the type holds is taken (the algorithms are
 /// tested not to panic on any: crates/cc/tests/properties.rs,
-/// crates/trace/tests/hostile.rs), except the two no kernel can have, which
-/// no algorithm defines its arithmetic for (docs/TRACE_FORMAT.md).
+/// crates/trace/tests/hostile.rs), except three no kernel can have, for
+/// which no algorithm's arithmetic is defined (docs/TRACE_FORMAT.md): a
+/// window or a clamp of 0, which congestion avoidance divides by, and a
+/// pacing shift past a 64-bit rate's width.
 fn set_pre(sk: &mut Sock, f: Field, v: i128) -> Result<(), String> {
     let out_of_range = || format!("{v} is out of range for {}", f.name());
     let v = u64::try_from(v).map_err(|_| out_of_range())?;
