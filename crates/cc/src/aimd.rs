@@ -81,8 +81,16 @@ pub fn tcp_cong_avoid_ai(sk: &mut Sock, w: u32, acked: u32) {
     }
     sk.snd_cwnd_cnt = sk.snd_cwnd_cnt.wrapping_add(acked);
     if sk.snd_cwnd_cnt >= w {
-        // w >= 1 here: w == 0 would have zeroed the counter above, and the
-        // kernel divides by w all the same. A zero w is the caller's bug.
+        // The kernel divides by w here, and so does this: w == 0 reaches
+        // the division (any count is >= 0), so callers never pass it. Their
+        // w is cwnd after slow start, or CUBIC's cnt (at least 1 once
+        // computed, and computed on the first call with a cwnd of 1 or
+        // more). A cwnd or clamp of 0 is no state of the kernel's
+        // (tcp_snd_cwnd_set() warns, and this very division would fault),
+        // so what comes from outside is refused before it gets here (a
+        // replay's row: docs/TRACE_FORMAT.md); and a slow start whose sum
+        // wraps cwnd to 0 has wrapped its leftover to 0 too, so it returns
+        // before calling this.
         let delta = sk.snd_cwnd_cnt / w;
         sk.snd_cwnd_cnt = sk.snd_cwnd_cnt.wrapping_sub(delta.wrapping_mul(w));
         sk.snd_cwnd = sk.snd_cwnd.wrapping_add(delta);

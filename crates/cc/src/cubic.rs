@@ -45,12 +45,16 @@
 //! Where this file departs from the kernel (only where the kernel would hang
 //! or is ambiguous), docs/ALGORITHMS.md says so.
 
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
 use crate::aimd::{reads, tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS};
 pub use crate::hystart::SlowStartExit;
 use crate::hystart::{Hystart, HystartConfig};
 use crate::hystart_pp::HystartPP;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
-use crate::params::{flag_value, param_enum, params, Token};
+use crate::params::{flag_value, param_enum, params, Params, Token};
 use crate::registry::Declared;
 use crate::sock::{after, usecs_to_jiffies, CaState, Field, Sock};
 use crate::state::{private_state, PrivateState};
@@ -521,6 +525,39 @@ impl Declared for Cubic {
 
     fn params(&self) -> &CubicParams {
         &self.params
+    }
+
+    /// Parameters the kernel takes but does not use with the slow-start
+    /// exit chosen: `cubictcp_init()` sets `initial_ssthresh` only when
+    /// HyStart is off, and the `hystart_*` tunables are Linux HyStart's
+    /// (HyStart++ has RFC 9406's constants).
+    fn warnings(p: &CubicParams) -> Vec<String> {
+        let exit = p.get("hystart");
+        let mut w = Vec::new();
+        if p.initial_ssthresh != 0 && p.hystart != SlowStartExit::Off {
+            w.push(format!(
+                "cubic's initial_ssthresh={} has no effect with hystart={exit}: the kernel \
+                 sets it at init only when HyStart is off; add hystart=off to use it",
+                p.initial_ssthresh
+            ));
+        }
+        if p.hystart != SlowStartExit::Linux {
+            let d = CubicParams::default();
+            for key in [
+                "hystart_detect",
+                "hystart_low_window",
+                "hystart_ack_delta_us",
+            ] {
+                if p.get(key) != d.get(key) {
+                    w.push(format!(
+                        "cubic's {key}={} has no effect with hystart={exit}: it tunes Linux \
+                         HyStart (hystart=on) only",
+                        p.get(key)
+                    ));
+                }
+            }
+        }
+        w
     }
 }
 

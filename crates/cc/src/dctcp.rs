@@ -25,6 +25,11 @@
 //! Without negotiated ECN (no `TCP_ECN_OK` at `init`) the kernel swaps the
 //! connection to `dctcp-reno`; this port does the same through a flag.
 
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
 use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
 use crate::minmax::min_not_zero;
 use crate::ops::{CaEvent, CaVisitor, CeEcho, CongestionControl};
@@ -239,6 +244,18 @@ impl Declared for Dctcp {
 
     fn params(&self) -> &DctcpParams {
         &self.params
+    }
+
+    /// `dctcp_init()` takes `min(dctcp_alpha_on_init, DCTCP_MAX_ALPHA)`.
+    fn warnings(p: &DctcpParams) -> Vec<String> {
+        if p.alpha_on_init <= DCTCP_MAX_ALPHA {
+            return Vec::new();
+        }
+        vec![format!(
+            "dctcp's alpha_on_init={} is above {DCTCP_MAX_ALPHA} (alpha = 1): it starts at \
+             {DCTCP_MAX_ALPHA}, as the kernel caps it",
+            p.alpha_on_init
+        )]
     }
 }
 

@@ -19,7 +19,8 @@
 //!   [`ALGORITHMS`]).
 //! - [`params`], [`state`]: each algorithm's parameters and private state,
 //!   declared once for parsing, printing, traces, replay and its BPF port.
-//! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`].
+//! - [`spec`]: `cubic:hystart=off`-style names, parsed into [`Algorithm`];
+//!   [`echo`]: how a message quotes what a person wrote (escaped, cut short).
 //! - [`tcp`]: the TCP core's steps around the hooks (pacing rate, state
 //!   changes, the start and end of a reduction), shared by every core that
 //!   drives an algorithm.
@@ -51,6 +52,7 @@ pub mod cdg;
 pub mod cubic;
 pub mod dctcp;
 pub mod driver;
+pub mod echo;
 #[cfg(any(test, feature = "harness"))]
 pub mod harness;
 pub mod htcp;

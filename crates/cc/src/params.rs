@@ -42,6 +42,8 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
+use crate::echo::show;
+
 /// How a derived name shortens a parameter that differs from its default:
 /// the kernel keys congestion controls by at most 15 bytes (`kr_cubic_b768`).
 #[derive(Clone, Copy, Debug)]
@@ -58,6 +60,10 @@ pub enum Token {
 #[derive(Clone, Copy, Debug)]
 pub struct ParamInfo {
     pub key: &'static str,
+    /// The parameter it sets: its own key, or for another key of a
+    /// parameter (`tcp_friendliness`) that parameter's (`friendly`). A spec
+    /// sets each at most once.
+    pub sets: &'static str,
     /// The accepted values, e.g. `0|1` or `1..1023`.
     pub values: &'static str,
     pub help: &'static str,
@@ -100,9 +106,14 @@ impl ParamError {
 impl fmt::Display for ParamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ParamError::Unknown { key } => write!(f, "unknown parameter `{key}`"),
+            ParamError::Unknown { key } => write!(f, "unknown parameter `{}`", show(key)),
             ParamError::BadValue { key, value } => {
-                write!(f, "`{value}` is not a valid value for `{key}`")
+                write!(
+                    f,
+                    "`{}` is not a valid value for `{}`",
+                    show(value),
+                    show(key)
+                )
             }
         }
     }
@@ -328,6 +339,7 @@ macro_rules! params {
         [$($token:tt)*] $ported:tt)) => {
         $crate::params::ParamInfo {
             key: stringify!($key),
+            sets: stringify!($key),
             values: $($values)*,
             help: $help,
             token: $($token)*,
@@ -336,6 +348,7 @@ macro_rules! params {
     (@info (alias $key:ident $target:ident [$t:ty] $map:tt $help:literal)) => {
         $crate::params::ParamInfo {
             key: stringify!($key),
+            sets: stringify!($target),
             values: <$t as $crate::params::ParamValue>::VALUES,
             help: $help,
             token: $crate::params::Token::None,
@@ -457,6 +470,8 @@ mod tests {
         let d = Demo::default();
         assert_eq!((d.count, d.flag, d.choice), (8, true, Choice::Plain));
         let keys: Vec<_> = Demo::INFO.iter().map(|p| (p.key, p.values)).collect();
+        let sets: Vec<_> = Demo::INFO.iter().map(|p| p.sets).collect();
+        assert_eq!(sets, ["count", "flag", "choice", "choice"]);
         assert_eq!(
             keys,
             [

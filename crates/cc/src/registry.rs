@@ -15,6 +15,9 @@
 //! The line is separate from the module's `pub mod` declaration, which stays
 //! outside the macro: rustfmt finds modules only there.
 
+use alloc::string::String;
+use alloc::vec::Vec;
+
 use crate::ops::CongestionControl;
 use crate::params::{ParamInfo, Params};
 
@@ -55,11 +58,32 @@ pub trait Declared: CongestionControl + Sized {
     fn with_params(params: Self::Params) -> Self;
 
     fn params(&self) -> &Self::Params;
+
+    /// Refuses parameters that are each valid but not together, where the
+    /// kernel would take them and misbehave (Vegas with alpha above beta
+    /// never holds its window still): one sentence saying why, and what to
+    /// give instead. Looked up in the kernel's source of the algorithm.
+    fn check(_params: &Self::Params) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// What the algorithm will do otherwise than its parameters read,
+    /// though the kernel accepts them (a parameter that has no effect with
+    /// the others given, a value the kernel caps): one sentence each, which
+    /// the commands print as warnings.
+    fn warnings(_params: &Self::Params) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// `a` as its BPF port runs it.
 pub fn ported<A: Declared>(a: &A) -> A {
     A::with_params(a.params().ported())
+}
+
+/// `a`'s [`Declared::warnings`].
+pub fn warnings<A: Declared>(a: &A) -> Vec<String> {
+    A::warnings(a.params())
 }
 
 /// Registers the algorithms `module::Type, ...`, in the order `kleinrock
@@ -100,7 +124,10 @@ macro_rules! algorithms {
             ) -> Result<Algorithm, $crate::spec::SpecError> {
                 use $crate::registry::Declared;
                 $(if name == <$m::$t as Declared>::NAME {
-                    let params = $crate::spec::apply(<$m::$t as Declared>::NAME, parts)?;
+                    let algorithm = <$m::$t as Declared>::NAME;
+                    let params = $crate::spec::apply(algorithm, parts)?;
+                    <$m::$t as Declared>::check(&params)
+                        .map_err(|why| $crate::spec::SpecError::Relation { algorithm, why })?;
                     return Ok(Algorithm::$t(<$m::$t as Declared>::with_params(params)));
                 })+
                 Err($crate::spec::SpecError::UnknownAlgorithm(name.into()))
@@ -112,6 +139,12 @@ macro_rules! algorithms {
                 use $crate::params::Params;
                 use $crate::registry::Declared;
                 algorithms!(@dispatch [$($t)+] self, a => a.params().non_default())
+            }
+
+            /// What this configuration will do otherwise than its
+            /// parameters read ([`crate::registry::Declared::warnings`]).
+            pub fn warnings(&self) -> alloc::vec::Vec<alloc::string::String> {
+                algorithms!(@dispatch [$($t)+] self, a => $crate::registry::warnings(a))
             }
 
             /// Their name tokens ([`crate::params::Params::tokens`]).

@@ -17,23 +17,45 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::str::FromStr;
 
+use crate::echo::show;
 use crate::ops::CongestionControl;
 use crate::params::{ParamError, Params};
 use crate::registry::AlgorithmInfo;
 use crate::{Algorithm, ALGORITHMS};
 
-/// Why a spec was refused. Its `Display` is one sentence naming the fix.
+/// Why a spec was refused. Its `Display` is one sentence naming the fix;
+/// what it quotes of the spec is escaped and cut short ([`crate::echo`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SpecError {
     Empty,
+    /// Parameters without an algorithm's name before them (`:beta=5`).
+    NoName(String),
     UnknownAlgorithm(String),
     MissingEquals {
         algorithm: &'static str,
         part: String,
     },
+    /// Nothing between two `:` or after the last (`cubic::`, `cubic:`).
+    EmptyParam {
+        algorithm: &'static str,
+        spec: String,
+    },
+    /// One parameter set twice: by one key (`beta=700:beta=800`) or by two
+    /// keys for it (`friendly=off:tcp_friendliness=1`).
+    Repeated {
+        algorithm: &'static str,
+        sets: &'static str,
+        first: String,
+        second: String,
+    },
     Param {
         algorithm: &'static str,
         err: ParamError,
+    },
+    /// Parameters each valid but not together ([`crate::Declared::check`]).
+    Relation {
+        algorithm: &'static str,
+        why: String,
     },
 }
 
@@ -71,16 +93,54 @@ impl fmt::Display for SpecError {
                 "empty algorithm spec; name one of {} (e.g. `cubic:hystart=off`)",
                 valid_names()
             ),
+            SpecError::NoName(spec) => write!(
+                f,
+                "`{}` names no algorithm; a spec starts with one of {} (e.g. `cubic:hystart=off`)",
+                show(spec),
+                valid_names()
+            ),
             SpecError::UnknownAlgorithm(name) => write!(
                 f,
-                "unknown algorithm `{name}`; valid algorithms are {}",
+                "unknown algorithm `{}`; valid algorithms are {}",
+                show(name),
                 valid_names()
             ),
             SpecError::MissingEquals { algorithm, part } => write!(
                 f,
-                "`{part}` in a {algorithm} spec is not key=value; {}",
+                "`{}` in a {algorithm} spec is not key=value; {}",
+                show(part),
                 valid_params(algorithm)
             ),
+            SpecError::EmptyParam { algorithm, spec } => write!(
+                f,
+                "`{}` has an empty parameter (nothing between two `:`, or after the last); \
+                 remove the extra `:` from the {algorithm} spec",
+                show(spec),
+            ),
+            SpecError::Repeated {
+                algorithm,
+                sets,
+                first,
+                second,
+            } => {
+                let key = |kv: &str| kv.split_once('=').map_or("", |(k, _)| k.trim()).to_string();
+                if key(first) == key(second) {
+                    write!(
+                        f,
+                        "`{}` is given twice in a {algorithm} spec (`{}`, then `{}`); give each parameter once",
+                        show(&key(first)),
+                        show(first),
+                        show(second)
+                    )
+                } else {
+                    write!(
+                        f,
+                        "`{}` and `{}` both set `{sets}` in a {algorithm} spec; give it once",
+                        show(first),
+                        show(second)
+                    )
+                }
+            }
             SpecError::Param { algorithm, err } => match err {
                 ParamError::Unknown { .. } => {
                     write!(f, "{err} for {algorithm}; {}", valid_params(algorithm))
@@ -93,21 +153,37 @@ impl fmt::Display for SpecError {
                     write!(f, "{err} of {algorithm}; expected {values}")
                 }
             },
+            SpecError::Relation { why, .. } => f.write_str(why),
         }
     }
 }
 
 impl core::error::Error for SpecError {}
 
-/// The parameters `parts` (`key=value` each) on top of the defaults.
+/// The parameters `parts` (`key=value` each) on top of the defaults, each
+/// parameter set once.
 pub(crate) fn apply<P: Params>(algorithm: &'static str, parts: &[&str]) -> Result<P, SpecError> {
     let mut p = P::default();
+    // (the parameter set, the part that set it)
+    let mut given: Vec<(&'static str, &str)> = Vec::new();
     for part in parts {
         let (k, v) = part.split_once('=').ok_or(SpecError::MissingEquals {
             algorithm,
             part: part.to_string(),
         })?;
-        p.set(k.trim(), v.trim())
+        let (k, v) = (k.trim(), v.trim());
+        if let Some(info) = P::INFO.iter().find(|i| i.key == k) {
+            if let Some((_, first)) = given.iter().find(|(sets, _)| *sets == info.sets) {
+                return Err(SpecError::Repeated {
+                    algorithm,
+                    sets: info.sets,
+                    first: first.to_string(),
+                    second: part.to_string(),
+                });
+            }
+            given.push((info.sets, part));
+        }
+        p.set(k, v)
             .map_err(|err| SpecError::Param { algorithm, err })?;
     }
     Ok(p)
@@ -132,13 +208,23 @@ impl FromStr for Algorithm {
     type Err = SpecError;
 
     fn from_str(spec: &str) -> Result<Algorithm, SpecError> {
-        let mut parts = spec.trim().split(':').map(str::trim);
-        let name = parts
-            .next()
-            .filter(|n| !n.is_empty())
-            .ok_or(SpecError::Empty)?;
-        let rest: Vec<&str> = parts.filter(|p| !p.is_empty()).collect();
+        let spec = spec.trim();
+        if spec.is_empty() {
+            return Err(SpecError::Empty);
+        }
+        let mut parts = spec.split(':').map(str::trim);
+        let name = parts.next().unwrap_or_default();
+        if name.is_empty() {
+            return Err(SpecError::NoName(spec.to_string()));
+        }
         let info = info(name).ok_or_else(|| SpecError::UnknownAlgorithm(name.to_string()))?;
+        let rest: Vec<&str> = parts.collect();
+        if rest.iter().any(|p| p.is_empty()) {
+            return Err(SpecError::EmptyParam {
+                algorithm: info.name,
+                spec: spec.to_string(),
+            });
+        }
         Algorithm::configure(info.name, &rest)
     }
 }
@@ -212,5 +298,101 @@ mod tests {
             "{e}"
         );
         assert!(parse("").unwrap_err().starts_with("empty algorithm spec"));
+    }
+
+    /// Issue 16: a parameter given twice, an empty one, and parameters
+    /// valid alone but not together were taken silently (the last won, the
+    /// empty one vanished, Vegas oscillated).
+    #[test]
+    fn repeated_empty_and_contradictory_parameters_are_refused() {
+        assert_eq!(
+            parse("cubic:beta=700:beta=800").unwrap_err(),
+            "`beta` is given twice in a cubic spec (`beta=700`, then `beta=800`); give each parameter once"
+        );
+        // Even when both say the same.
+        assert!(parse("cubic:beta=700:beta=700").is_err());
+        assert_eq!(
+            parse("cubic:friendly=off:tcp_friendliness=1").unwrap_err(),
+            "`friendly=off` and `tcp_friendliness=1` both set `friendly` in a cubic spec; give it once"
+        );
+        for spec in [
+            "cubic::",
+            "cubic:",
+            "cubic::beta=700",
+            "cubic:beta=700:",
+            "cubic: :hystart=off",
+        ] {
+            let e = parse(spec).unwrap_err();
+            assert!(
+                e.contains("has an empty parameter (nothing between two `:`, or after the last); remove the extra `:` from the cubic spec"),
+                "{spec}: {e}"
+            );
+        }
+        assert!(parse(":beta=700")
+            .unwrap_err()
+            .starts_with("`:beta=700` names no algorithm; a spec starts with one of reno, bbr"));
+        assert_eq!(
+            parse("vegas:alpha=10:beta=2").unwrap_err(),
+            "vegas's alpha=10 is above its beta=2: Vegas grows the window below alpha packets queued and shrinks it above beta, so it would never hold still (the kernel takes this and oscillates); give alpha <= beta"
+        );
+        assert!(
+            parse("vegas:alpha=10").is_err(),
+            "above the default beta of 4"
+        );
+        assert_eq!(
+            parse("vegas:alpha=4:beta=4").unwrap().spec(),
+            "vegas:alpha=4"
+        );
+    }
+
+    /// What the kernel takes but does not do as written is a warning, not
+    /// a refusal.
+    #[test]
+    fn parameters_without_effect_are_warned_about() {
+        let w = |s: &str| parse(s).unwrap().warnings();
+        assert_eq!(
+            w("cubic:initial_ssthresh=50"),
+            ["cubic's initial_ssthresh=50 has no effect with hystart=on: the kernel sets it at init only when HyStart is off; add hystart=off to use it"]
+        );
+        assert!(w("cubic:hystart=off:initial_ssthresh=50").is_empty());
+        assert_eq!(
+            w("cubic:hystart=hspp:hystart_detect=2:hystart_low_window=8"),
+            [
+                "cubic's hystart_detect=2 has no effect with hystart=hspp: it tunes Linux HyStart (hystart=on) only",
+                "cubic's hystart_low_window=8 has no effect with hystart=hspp: it tunes Linux HyStart (hystart=on) only",
+            ]
+        );
+        assert!(w("cubic:hystart_detect=2:hystart_low_window=8").is_empty());
+        assert_eq!(
+            w("dctcp:alpha_on_init=5000"),
+            ["dctcp's alpha_on_init=5000 is above 1024 (alpha = 1): it starts at 1024, as the kernel caps it"]
+        );
+        for spec in crate::script::SPECS {
+            assert!(w(spec).is_empty(), "{spec}: {:?}", w(spec));
+        }
+    }
+
+    /// A spec's errors quote it escaped and cut short, whatever it holds.
+    #[test]
+    fn echoed_parts_are_escaped_and_cut() {
+        let long = "x".repeat(5_000_000);
+        for spec in [
+            long.clone(),
+            format!("cubic:{long}"),
+            format!("cubic:{long}=1"),
+            format!("cubic:beta={long}"),
+            format!(":{long}"),
+        ] {
+            let e = parse(&spec).unwrap_err();
+            assert!(
+                e.len() < 600 && e.contains("... (") && !e.contains('\n'),
+                "{}",
+                &e[..e.len().min(200)]
+            );
+        }
+        let e = parse("cubic\u{1b}[2J").unwrap_err();
+        assert!(e.starts_with("unknown algorithm `cubic\\u001B[2J`"), "{e}");
+        let e = parse("cubic:beta=7\n00").unwrap_err();
+        assert!(e.starts_with("`7\\n00` is not a valid value"), "{e}");
     }
 }

@@ -19,6 +19,9 @@
 //! are Reno's business (`ssthresh`, `undo_cwnd`), and Vegas restarts its
 //! measurements after any of them, after idle, and at the start.
 
+use alloc::format;
+use alloc::string::String;
+
 use crate::aimd::{
     reads, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, tcp_slow_start, AIMD_READS,
 };
@@ -149,6 +152,23 @@ impl Declared for Vegas {
 
     fn params(&self) -> &VegasParams {
         &self.params
+    }
+
+    /// `tcp_vegas.c` takes any alpha, beta and gamma, but a round below
+    /// alpha packets queued adds a segment and one above beta removes one:
+    /// with alpha above beta no queue satisfies both, and the window moves
+    /// every round, around beta, instead of holding (alpha = beta holds at
+    /// exactly that queue).
+    fn check(p: &VegasParams) -> Result<(), String> {
+        if p.alpha > p.beta {
+            return Err(format!(
+                "vegas's alpha={} is above its beta={}: Vegas grows the window below alpha \
+                 packets queued and shrinks it above beta, so it would never hold still \
+                 (the kernel takes this and oscillates); give alpha <= beta",
+                p.alpha, p.beta
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -4,11 +4,15 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use std::path::Path;
+
 use clap::Subcommand;
+use kleinrock_cc::echo::name;
 use kleinrock_kernel::pins::{self, Paths, Unloaded};
 use kleinrock_kernel::plan::plan;
+use kleinrock_kernel::trace::conn_path;
 
-use crate::Failure;
+use crate::{outputs, Failure};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -40,7 +44,8 @@ enum Command {
         #[arg(long = "cc")]
         cc: String,
         /// The trace of the first connection; later ones are written
-        /// beside it (`trace.2.csv.gz`, ...). `.gz` compresses.
+        /// beside it (`trace.2.csv.gz`, ...). `.gz` compresses. Each must
+        /// be new or a hook trace (checked before tracing starts).
         #[arg(long)]
         out: std::path::PathBuf,
         /// Run this command (with KLEINROCK_CC set to the traced name) and
@@ -83,6 +88,9 @@ fn load(specs: &[String], name: Option<&str>) -> Result<ExitCode, Failure> {
         .iter()
         .map(|s| plan(s, name))
         .collect::<Result<Vec<_>, _>>()?;
+    let algorithms: Vec<kleinrock_cc::Algorithm> =
+        specs.iter().filter_map(|s| s.parse().ok()).collect();
+    crate::replay::warn_specs(&algorithms);
     for (i, p) in plans.iter().enumerate() {
         if plans[..i].iter().any(|q| q.name == p.name) {
             return Err(Failure(format!(
@@ -109,7 +117,46 @@ fn load(specs: &[String], name: Option<&str>) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn trace(cc: &str, out: &std::path::Path, command: &[String]) -> Result<ExitCode, Failure> {
+/// Checks, before anything is loaded or traced, what the traces would be
+/// written over: `out` and the files later connections write beside it
+/// (`out.2.csv.gz`, ...), each absent or a hook trace, in a directory that
+/// exists; never a link, a device or a pipe, nor a file of another kind.
+fn check_out(out: &Path) -> Result<(), Failure> {
+    let refuse = |path: &Path, why: String| {
+        Failure(format!(
+            "cannot write the hook trace {}: {why}; choose another --out",
+            name(&path.display().to_string())
+        ))
+    };
+    if out.file_name().is_none() {
+        return Err(refuse(out, "it names no file".into()));
+    }
+    outputs::check_trace(out).map_err(|why| refuse(out, why))?;
+    let dir = out.parent().filter(|d| !d.as_os_str().is_empty());
+    let entries = std::fs::read_dir(dir.unwrap_or(Path::new(".")))
+        .map_err(|e| refuse(out, kleinrock_files::reason(&e)))?;
+    for e in entries.flatten() {
+        let path = e.path();
+        if is_later_conn(out, &path) {
+            outputs::check_trace(&path).map_err(|why| refuse(&path, why))?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `path`, in `out`'s directory, is where a later connection's
+/// trace goes ([`conn_path`] of some n from 2).
+fn is_later_conn(out: &Path, path: &Path) -> bool {
+    let Some(file) = path.file_name().and_then(|f| f.to_str()) else {
+        return false;
+    };
+    file.split('.')
+        .filter_map(|part| part.parse::<usize>().ok())
+        .any(|n| n >= 2 && conn_path(out, n).file_name() == path.file_name())
+}
+
+fn trace(cc: &str, out: &Path, command: &[String]) -> Result<ExitCode, Failure> {
+    check_out(out)?;
     let req = kleinrock_kernel::trace::Request {
         cc,
         out,

@@ -61,6 +61,30 @@ impl<E: std::fmt::Display> From<E> for Failure {
     }
 }
 
+/// clap's error, but what it quotes of the command line escaped and cut
+/// short, as every message of Kleinrock's quotes input
+/// (`kleinrock_cc::echo`): clap would quote a value whole and raw, a 5 MB
+/// `--cc` or a terminal escape included.
+fn escaped(mut e: clap::Error) -> clap::Error {
+    use clap::error::ContextValue;
+    use kleinrock_cc::echo::show;
+    let quoted: Vec<_> = e
+        .context()
+        .filter_map(|(k, v)| match v {
+            ContextValue::String(s) => Some((k, ContextValue::String(show(s)))),
+            ContextValue::Strings(v) => Some((
+                k,
+                ContextValue::Strings(v.iter().map(|s| show(s)).collect()),
+            )),
+            _ => None,
+        })
+        .collect();
+    for (k, v) in quoted {
+        e.insert(k, v);
+    }
+    e
+}
+
 fn main() -> ExitCode {
     // A closed pipe (`kleinrock compare ... | head`) ends the process
     // quietly, as for any Unix filter, instead of a panic on the next print.
@@ -69,7 +93,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| escaped(e).exit());
     let result = match cli.command {
         Command::Model(a) => model::run(a),
         Command::Replay(a) => replay::run(a),

@@ -1,16 +1,18 @@
 //! `kleinrock model`: every algorithm spec x HZ over one modelled path, in
 //! parallel, as a table; optionally recording each run as a hook trace and
-//! replaying it to prove the recording is exact.
+//! replaying it to prove the recording is exact. Every option, and a run's
+//! work, has a limit checked before any run (docs/MODEL.md).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use kleinrock_cc::driver::{Driver, Path as NetPath, Totals};
+use kleinrock_cc::echo::{name, show};
 use kleinrock_cc::ops::NoTap;
 use kleinrock_cc::Algorithm;
 use kleinrock_trace::Recorder;
 
-use crate::replay::{parse_hz, parse_spec};
+use crate::replay::{parse_hz, parse_spec, warn_specs};
 use crate::Failure;
 
 #[derive(clap::Args)]
@@ -21,14 +23,15 @@ pub struct Args {
     /// Jiffies clock rates to run each spec at, comma-separated.
     #[arg(long, value_delimiter = ',', value_parser = parse_hz, default_value = "250")]
     hz: Vec<u32>,
-    /// Bottleneck rate, Mbit/s.
-    #[arg(long, default_value_t = 100.0, value_parser = parse_positive)]
+    /// Bottleneck rate, Mbit/s (at most 100000).
+    #[arg(long, default_value_t = 100.0, value_parser = parse_rate)]
     rate_mbps: f64,
-    /// Base round-trip time, microseconds.
-    #[arg(long, default_value_t = 40_000, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Base round-trip time, microseconds (10 to 10000000).
+    #[arg(long, default_value_t = 40_000, value_parser = parse_rtt)]
     rtt_us: u32,
-    /// Bottleneck buffer, segments (default: one bandwidth-delay product).
-    #[arg(long)]
+    /// Bottleneck buffer, segments (default: one bandwidth-delay product;
+    /// BDP + buffer at most 16777216).
+    #[arg(long, value_parser = parse_buffer)]
     buffer_pkts: Option<u32>,
     /// Random loss per segment, percent (e.g. 1 or 0.01).
     #[arg(long, default_value = "0", value_parser = parse_percent)]
@@ -39,8 +42,8 @@ pub struct Args {
     /// Segment size, bytes.
     #[arg(long, default_value_t = 1448, value_parser = clap::value_parser!(u32).range(64..=65_535))]
     mss: u32,
-    /// Model time per run, seconds.
-    #[arg(long, default_value_t = 10.0, value_parser = parse_positive)]
+    /// Model time per run, seconds (at most 3600).
+    #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
     seconds: f64,
     /// Seed of the loss process.
     #[arg(long, default_value_t = 1)]
@@ -50,11 +53,155 @@ pub struct Args {
     trace_dir: Option<PathBuf>,
 }
 
-fn parse_positive(s: &str) -> Result<f64, String> {
+// The limits of a run, each with its reason (docs/MODEL.md). A run's work
+// is a few hook calls per segment and per round: what bounds it is the
+// segments it sends and the rounds it lasts, besides each option's own
+// range.
+
+/// Model time per run: an hour. `model` shows how an algorithm's
+/// arithmetic behaves in seconds; longer runs are experiments for `sim`.
+const MAX_SECONDS: f64 = 3600.0;
+/// The fastest bottleneck, Mbit/s: 100 Gbit/s, the fastest interfaces
+/// hosts run TCP over.
+const MAX_RATE_MBPS: f64 = 100_000.0;
+/// The shortest round trip, µs: the model's clock counts whole
+/// microseconds, and a round that drains a fraction of one longer than
+/// the RTT is counted short by it, which overstates the rate; below 10 µs
+/// by more than a tenth (at 1 µs a 100 Gbit/s path "delivered" 157).
+const MIN_RTT_US: u32 = 10;
+/// The longest round trip, µs: 10 s, far beyond any path (a geostationary
+/// hop is 0.6 s); srtt is kept in µs << 3 in a u32 as the kernel keeps
+/// it, which wraps past 536 s.
+const MAX_RTT_US: u32 = 10_000_000;
+/// Segments in the path, BDP plus buffer: 2^24. A round holds its window,
+/// a byte per segment, and the window grows to about twice what the path
+/// holds; 2^24 segments of 1448 bytes is 24 GB in flight.
+const MAX_PATH_PKTS: u64 = 1 << 24;
+/// Segments a run may send: 10^9, about ten seconds of computing.
+const MAX_SEGMENTS: f64 = 1e9;
+/// Segments a traced run may send: 10^7, a trace of about 600 MB (a row
+/// takes about 40 bytes compressed, and a segment about 1.4 rows).
+const MAX_TRACED_SEGMENTS: f64 = 1e7;
+/// Round trips a run may last: 10^8, about ten seconds of computing.
+const MAX_ROUNDS: f64 = 1e8;
+/// Runs (specs x HZ) in one table: more is a sweep, for `compare`.
+const MAX_RUNS: usize = 1024;
+
+/// A number in (0, `max`], or a sentence naming the limit and its reason.
+fn positive_at_most(s: &str, what: &str, max: f64, why: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
-        _ => Err(format!("`{s}` is not a positive number")),
+        Ok(v) if v > 0.0 && v <= max => Ok(v),
+        Ok(v) if v > max => Err(format!(
+            "`{}` is more than {max} {what} ({why}); give at most {max}",
+            show(s)
+        )),
+        _ => Err(format!(
+            "`{}` is not a positive number of {what}; give one up to {max}",
+            show(s)
+        )),
     }
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v = positive_at_most(
+        s,
+        "seconds",
+        MAX_SECONDS,
+        "a model run shows an algorithm's behaviour in seconds; experiments are for `sim`",
+    )?;
+    if v < 1e-6 {
+        return Err(format!(
+            "`{}` seconds is less than a microsecond, the model clock's tick; give at least 0.000001",
+            show(s)
+        ));
+    }
+    Ok(v)
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    positive_at_most(
+        s,
+        "Mbit/s",
+        MAX_RATE_MBPS,
+        "100 Gbit/s, the fastest interfaces hosts run TCP over",
+    )
+}
+
+fn parse_rtt(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(v) if (MIN_RTT_US..=MAX_RTT_US).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "`{}` is not a round-trip time the model runs; give whole microseconds from \
+             {MIN_RTT_US} (rounds last whole microseconds, which shorter round trips would \
+             misstate) to {MAX_RTT_US} (10 s, beyond any path)",
+            show(s)
+        )),
+    }
+}
+
+fn parse_buffer(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(v) if u64::from(v) <= MAX_PATH_PKTS => Ok(v),
+        _ => Err(format!(
+            "`{}` is not a buffer the model runs; give whole segments from 0 to {MAX_PATH_PKTS} \
+             (a round holds the window it sends, which grows to about twice the path)",
+            show(s)
+        )),
+    }
+}
+
+/// The limits no one option sets: the path's segments, and a run's
+/// segments and rounds (see the constants above).
+fn check_limits(a: &Args, rate_pps: f64, bdp: u64, runs: usize) -> Result<(), Failure> {
+    if rate_pps < 1.0 {
+        return Err(Failure(format!(
+            "{} Mbit/s is less than one {}-byte segment per second, the slowest the model's \
+             bottleneck sends; give at least {} Mbit/s or a smaller --mss",
+            a.rate_mbps,
+            a.mss,
+            a.mss as f64 * 8.0 / 1e6
+        )));
+    }
+    let buffer = a.buffer_pkts.map_or(bdp, u64::from);
+    if bdp + buffer > MAX_PATH_PKTS {
+        return Err(Failure(format!(
+            "the path holds {bdp} segments in flight (BDP) and {buffer} in the buffer, more than \
+             the {MAX_PATH_PKTS} a run may (a round holds its window, which grows to about twice \
+             that); lower --rate-mbps, --rtt-us or --buffer-pkts, or raise --mss"
+        )));
+    }
+    let (limit, traced) = match a.trace_dir {
+        Some(_) => (
+            MAX_TRACED_SEGMENTS,
+            " traced (about 60 bytes of trace each)",
+        ),
+        None => (MAX_SEGMENTS, ""),
+    };
+    let segments = a.seconds * rate_pps;
+    if segments > limit {
+        return Err(Failure(format!(
+            "{} s at {} Mbit/s in {}-byte segments is {segments:.1e} segments, more than the \
+             {limit:.0e} a run may send{traced}; shorten --seconds or lower --rate-mbps",
+            a.seconds, a.rate_mbps, a.mss
+        )));
+    }
+    let rounds = a.seconds * 1e6 / a.rtt_us as f64;
+    if rounds > MAX_ROUNDS {
+        return Err(Failure(format!(
+            "{} s of {} us round trips is {rounds:.1e} rounds, more than the {MAX_ROUNDS:.0e} a \
+             run may last; shorten --seconds or lengthen --rtt-us",
+            a.seconds, a.rtt_us
+        )));
+    }
+    if runs > MAX_RUNS {
+        return Err(Failure(format!(
+            "{} specs at {} HZ values are {runs} runs, more than the {MAX_RUNS} of one table; \
+             give fewer, or sweep with `kleinrock compare`",
+            a.cc.len(),
+            a.hz.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Percent to parts per million.
@@ -95,18 +242,20 @@ fn is_trace_name(name: &str) -> bool {
         })
 }
 
-/// Checks, before any run, that each run writes a trace of its own (a
-/// spec or HZ given twice, or two specs named alike, would write one file
-/// from two threads) into a directory that is new, empty or holds only
-/// traces `model` writes.
-fn check_trace_dir(dir: &Path, jobs: &[(Algorithm, u32)]) -> Result<(), Failure> {
+/// Checks, before any run, that each run is asked for once (a spec or HZ
+/// given twice would print one run twice) and, traced, writes a trace of
+/// its own (two specs named alike would write one file from two threads).
+fn check_runs(jobs: &[(Algorithm, u32)], traced: bool) -> Result<(), Failure> {
     let names: Vec<(String, String)> = jobs
         .iter()
         .map(|(cc, hz)| {
-            (
-                trace_name(&cc.spec(), *hz),
-                format!("{} at HZ {hz}", cc.spec()),
-            )
+            let run = format!("{} at HZ {hz}", cc.spec());
+            let file = if traced {
+                trace_name(&cc.spec(), *hz)
+            } else {
+                run.clone()
+            };
+            (file, run)
         })
         .collect();
     for (i, (name, run)) in names.iter().enumerate() {
@@ -116,24 +265,29 @@ fn check_trace_dir(dir: &Path, jobs: &[(Algorithm, u32)]) -> Result<(), Failure>
             } else {
                 format!("{other} and {run} are both traced as {name}")
             };
-            return Err(Failure(format!(
-                "{what}; give each spec and HZ once with --trace-dir"
-            )));
+            return Err(Failure(format!("{what}; give each spec and HZ once")));
         }
     }
+    Ok(())
+}
+
+/// Checks, before any run, that the traces go into a directory that is
+/// new, empty or holds only traces `model` writes.
+fn check_trace_dir(dir: &Path) -> Result<(), Failure> {
     let ours = |e: &kleinrock_files::Entry| {
         Ok(e.kind == kleinrock_files::Kind::File && e.name.is_some_and(is_trace_name))
     };
     kleinrock_files::check_dir(dir, &ours).map_err(|e| {
         Failure(format!(
             "cannot write traces to {}: {e}; choose a new or empty --trace-dir",
-            dir.display()
+            name(&dir.display().to_string())
         ))
     })?;
     kleinrock_files::claim_dir(dir, &ours).map_err(|e| {
         Failure(format!(
-            "cannot create trace directory {}: {e}; choose a writable --trace-dir",
-            dir.display()
+            "cannot create trace directory {}: {}; choose a writable --trace-dir",
+            name(&dir.display().to_string()),
+            kleinrock_files::reason(&e)
         ))
     })
 }
@@ -158,14 +312,17 @@ fn run_one(
         }
         Some(dir) => {
             let file = dir.join(trace_name(&spec, hz));
-            let rec = Recorder::create(&file, &cc)
-                .map_err(|e| format!("cannot write trace {}: {e}", file.display()))?;
+            let cannot = |e: std::io::Error| {
+                format!(
+                    "cannot write trace {}: {}",
+                    name(&file.display().to_string()),
+                    kleinrock_files::reason(&e)
+                )
+            };
+            let rec = Recorder::create(&file, &cc).map_err(cannot)?;
             let mut d = Driver::new(cc, path, hz, rec);
             let totals = d.run_for(micros);
-            let rows = d
-                .tap
-                .finish()
-                .map_err(|e| format!("cannot write trace {}: {e}", file.display()))?;
+            let rows = d.tap.finish().map_err(cannot)?;
             Ok(Run {
                 spec,
                 hz,
@@ -177,8 +334,10 @@ fn run_one(
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
-    let rate_pps = (a.rate_mbps * 1e6 / (a.mss as f64 * 8.0)).round().max(1.0) as u64;
+    let exact_pps = a.rate_mbps * 1e6 / (a.mss as f64 * 8.0);
+    let rate_pps = exact_pps.round().max(1.0) as u64;
     let bdp = rate_pps * a.rtt_us as u64 / 1_000_000;
+    check_limits(&a, exact_pps, bdp, a.cc.len() * a.hz.len())?;
     let path = NetPath {
         rtt_us: a.rtt_us,
         rate_pps,
@@ -192,9 +351,11 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         a.cc.iter()
             .flat_map(|cc| a.hz.iter().map(move |&hz| (cc.clone(), hz)))
             .collect();
+    check_runs(&jobs, a.trace_dir.is_some())?;
     if let Some(dir) = &a.trace_dir {
-        check_trace_dir(dir, &jobs)?;
+        check_trace_dir(dir)?;
     }
+    warn_specs(a.cc.iter());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut results: Vec<Option<Result<Run, String>>> = (0..jobs.len()).map(|_| None).collect();
     for chunk in jobs.iter().enumerate().collect::<Vec<_>>().chunks(threads) {

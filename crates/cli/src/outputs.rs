@@ -1,5 +1,6 @@
 //! What `sim` and `compare` write besides their results and reports: the
-//! hook traces scenarios name (`[[flow]] trace`). Checked before any run,
+//! hook traces scenarios name (`[[flow]] trace`); `kernel trace --out`'s
+//! traces are checked by the same test ([`check_trace`]). Checked before any run,
 //! as the results' directories are: a trace is one connection's, so one
 //! flow of one run writes each file (several at once wrote one gzip and
 //! left it corrupt), into a directory that exists, over nothing or over a
@@ -13,8 +14,9 @@ use kleinrock_files::Kind;
 use crate::runner::Job;
 use crate::Failure;
 
-/// How far into an existing file its header row is looked for.
-const HEADER_LIMIT: u64 = 64 << 10;
+/// How far into an existing file its header row is looked for: as far as
+/// a trace's line may go.
+const HEADER_LIMIT: u64 = kleinrock_trace::read::MAX_LINE;
 
 /// Whether the regular file at `path` is a hook trace (CSV, gzipped or
 /// not, whose header row has a `hook` column): the only file a trace may
@@ -61,29 +63,32 @@ pub fn check_traces(jobs: &[Job], advice: &str) -> Result<(), Failure> {
         }
     }
     for (path, name) in traces {
-        let refuse = |why: String| {
-            Failure(format!(
+        if let Err(why) = check_trace(path) {
+            return Err(Failure(format!(
                 "{name}: cannot write the hook trace {}: {why}; choose another `trace` path",
                 path.display()
-            ))
-        };
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        let dir = dir.unwrap_or(Path::new("."));
-        if !dir.is_dir() {
-            return Err(refuse(format!("{} is not a directory", dir.display())));
-        }
-        match kleinrock_files::kind(path).map_err(|e| refuse(e.to_string()))? {
-            Kind::Absent => {}
-            Kind::File => {
-                if !is_hook_trace(path).map_err(|e| refuse(e.to_string()))? {
-                    return Err(refuse(
-                        "it is a file that is not a hook trace (no `hook` column in its first line)"
-                            .into(),
-                    ));
-                }
-            }
-            k => return Err(refuse(format!("it is {}", k.describe()))),
+            )));
         }
     }
     Ok(())
+}
+
+/// Whether a hook trace may be written at `path`: in a directory that
+/// exists, over nothing or a hook trace; if not, why (a clause).
+pub fn check_trace(path: &Path) -> Result<(), String> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = dir.unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    match kleinrock_files::kind(path).map_err(|e| e.to_string())? {
+        Kind::Absent => Ok(()),
+        Kind::File => match is_hook_trace(path).map_err(|e| e.to_string())? {
+            true => Ok(()),
+            false => Err(
+                "it is a file that is not a hook trace (no `hook` column in its first line)".into(),
+            ),
+        },
+        k => Err(format!("it is {}", k.describe())),
+    }
 }

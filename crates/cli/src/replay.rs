@@ -1,10 +1,12 @@
-//! `kleinrock replay TRACE --cc SPEC --hz N`.
+//! `kleinrock replay TRACE --cc SPEC --hz N`, and the parsing of specs
+//! and HZ the other commands share.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use kleinrock_cc::echo::show;
 use kleinrock_cc::Algorithm;
 
 use crate::Failure;
@@ -26,16 +28,32 @@ pub fn parse_spec(s: &str) -> Result<Algorithm, String> {
     s.parse::<Algorithm>().map_err(|e| e.to_string())
 }
 
+/// Prints, once each, the warnings of the specs given (what the kernel
+/// would take from them but not do as written: `Algorithm::warnings`).
+pub fn warn_specs<'a>(specs: impl IntoIterator<Item = &'a Algorithm>) {
+    let mut said: Vec<String> = Vec::new();
+    for w in specs.into_iter().flat_map(Algorithm::warnings) {
+        if !said.contains(&w) {
+            eprintln!("warning: {w}");
+            said.push(w);
+        }
+    }
+}
+
 pub fn parse_hz(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
-        Ok(hz) if (1..=1_000_000).contains(&hz) => Ok(hz),
+        Ok(hz) if kleinrock_trace::HZ.contains(&hz) => Ok(hz),
         _ => Err(format!(
-            "`{s}` is not a clock rate; give HZ as an integer from 1 to 1000000 (Linux uses 100, 250, 300 or 1000)"
+            "`{}` is not a clock rate; give HZ as an integer from {} to {} (Linux uses 100, 250, 300 or 1000)",
+            show(s),
+            kleinrock_trace::HZ.start(),
+            kleinrock_trace::HZ.end()
         )),
     }
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
+    warn_specs([&a.cc]);
     let start = Instant::now();
     let mut shown = false;
     let mut progress = |rows: u64| {

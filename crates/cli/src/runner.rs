@@ -16,9 +16,11 @@ pub struct Job {
 }
 
 /// Runs every job, `threads` at a time (default: one per core), and returns
-/// their results in order. The progress line (simulated seconds done of the
+/// their results in order, after warning of what their algorithms' specs
+/// will not do as written. The progress line (simulated seconds done of the
 /// total) appears once the runs have taken a second, unless `quiet`.
 pub fn run_all(jobs: &[Job], threads: Option<u32>, quiet: bool) -> Result<Vec<Results>, Failure> {
+    crate::replay::warn_specs(jobs.iter().flat_map(|j| j.cfg.flows.iter().map(|f| &f.cc)));
     let total_sim_ns: u64 = jobs.iter().map(|j| j.cfg.duration).sum();
     let total_s = total_sim_ns as f64 / 1e9;
     let phase = Phase::counting(

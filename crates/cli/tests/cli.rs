@@ -450,3 +450,335 @@ fn kernel_load_and_unload_without_root_say_to_use_sudo() {
         )
     }));
 }
+
+// ---------------------------------------------------------------------
+// Issue 16, part C: hostile algorithm specs, hook traces, replay, model
+// and `kernel trace --out`. (Other parts' tests are in their own files.)
+// ---------------------------------------------------------------------
+
+mod hostile_specs_traces_model {
+    use super::*;
+
+    /// The header of a trace with every `pre_` column, and a `cong_avoid`
+    /// row of a fresh connection with `pre_` cells `cwnd` and `ssthresh`.
+    fn trace_lines(cwnd: u32, ssthresh: u32) -> (String, String) {
+        use kleinrock_cc::{Field, Sock};
+        let mut sk = Sock::new(250);
+        (sk.snd_cwnd, sk.snd_ssthresh, sk.is_cwnd_limited) = (cwnd, ssthresh, true);
+        let fields = Field::ALL.iter().filter(|&&f| f != Field::jiffies);
+        let mut header =
+            "hook,arg_acked,arg_ack,jiffies_in,post_snd_cwnd,post_snd_ssthresh".to_string();
+        let mut row = format!("cong_avoid,4,1000,{},14,2147483647", sk.jiffies);
+        for &f in fields {
+            header += &format!(",pre_{}", f.name());
+            row += &format!(",{}", sk.get(f));
+        }
+        (header, row)
+    }
+
+    fn reno_trace(dir: &std::path::Path, cwnd: u32, ssthresh: u32) -> String {
+        let path = dir.join(format!("trace-{cwnd}-{ssthresh}.csv"));
+        let (header, row) = trace_lines(cwnd, ssthresh);
+        fs::write(&path, format!("{header}\n{row}\n")).unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
+    fn replay(trace: &str, spec: &str) -> Output {
+        kleinrock(&["replay", trace, "--cc", spec, "--hz", "250"])
+    }
+
+    /// `replay` divided by zero on a row with cwnd 0 and ssthresh 0 (and
+    /// CDG on cwnd 0 alone): now one sentence naming row and column, exit 2.
+    #[test]
+    fn a_zero_window_is_refused_not_a_panic() {
+        let dir = tmpdir("c-zero");
+        for spec in ["reno", "cdg", "cubic", "vegas"] {
+            for ssthresh in [0, 2147483647] {
+                let e = one_error(&[
+                    "replay",
+                    &reno_trace(&dir, 0, ssthresh),
+                    "--cc",
+                    spec,
+                    "--hz",
+                    "250",
+                ]);
+                assert!(
+                    e.contains("row 0 (line 2), column `pre_snd_cwnd`: a congestion window of 0 is no state of the kernel's"),
+                    "{spec}: {e}"
+                );
+                assert_eq!(e.lines().count(), 1, "{e}");
+            }
+        }
+        assert!(replay(&reno_trace(&dir, 10, 2147483647), "reno")
+            .status
+            .success());
+    }
+
+    /// A header-only trace replayed "0 rows, 0 diverge" with exit 0.
+    #[test]
+    fn an_empty_trace_proves_nothing() {
+        let dir = tmpdir("c-empty");
+        let path = dir.join("empty.csv");
+        fs::write(&path, format!("{}\n", trace_lines(10, 20).0)).unwrap();
+        let e = one_error(&[
+            "replay",
+            path.to_str().unwrap(),
+            "--cc",
+            "bbr",
+            "--hz",
+            "250",
+        ]);
+        assert!(e.ends_with("has a header but no rows: an empty trace proves nothing; record one with `kleinrock kernel trace` or `kleinrock model --trace-dir`\n"), "{e}");
+    }
+
+    /// `replay /dev/zero` held 8 GB after 20 s; a FIFO would wait for ever.
+    #[test]
+    fn devices_fifos_and_endless_lines_are_refused() {
+        let e = one_error(&["replay", "/dev/zero", "--cc", "reno", "--hz", "250"]);
+        assert_eq!(e, "error: cannot read trace /dev/zero: /dev/zero is a character device, not a regular file\n");
+        let dir = tmpdir("c-fifo");
+        let fifo = dir.join("pipe.csv");
+        assert!(Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = one_error(&[
+            "replay",
+            fifo.to_str().unwrap(),
+            "--cc",
+            "reno",
+            "--hz",
+            "250",
+        ]);
+        assert!(
+            e.ends_with("pipe.csv is a named pipe (FIFO), not a regular file\n"),
+            "{e}"
+        );
+        let long = dir.join("long.csv");
+        fs::write(&long, vec![b'x'; 1 << 20]).unwrap();
+        let e = one_error(&[
+            "replay",
+            long.to_str().unwrap(),
+            "--cc",
+            "reno",
+            "--hz",
+            "250",
+        ]);
+        assert!(e.contains("long.csv line 1 is longer than 64 KiB"), "{e}");
+    }
+
+    /// Repeated, empty and contradictory parameters were taken silently.
+    #[test]
+    fn specs_refuse_repeats_empties_and_contradictions() {
+        for (spec, want) in [
+            ("cubic:beta=700:beta=800", "`beta` is given twice in a cubic spec (`beta=700`, then `beta=800`); give each parameter once"),
+            ("cubic::", "`cubic::` has an empty parameter"),
+            ("vegas:alpha=10:beta=2", "vegas's alpha=10 is above its beta=2"),
+        ] {
+            for cmd in [&["model", "--cc", spec][..], &["replay", "t.csv", "--cc", spec, "--hz", "250"]] {
+                let e = one_error(cmd);
+                assert!(e.contains(want), "{cmd:?}: {e}");
+                assert_eq!(e.lines().count(), 3, "clap's line, a blank, its hint: {e}");
+            }
+        }
+    }
+
+    /// A 100,000-character spec, or one with a terminal escape, is echoed
+    /// escaped and cut short, by clap's line as by ours.
+    #[test]
+    fn what_is_echoed_is_escaped_and_cut() {
+        let long = format!("cubic:beta={}", "7".repeat(100_000));
+        let e = one_error(&["model", "--cc", &long]);
+        assert!(
+            e.len() < 600 && e.contains("... (100011 characters)"),
+            "{}",
+            &e[..e.len().min(300)]
+        );
+        let e = one_error(&["model", "--cc", "cub\u{1b}[2Jic"]);
+        assert!(
+            !e.contains('\u{1b}') && e.contains("cub\\u001B[2Jic"),
+            "{e}"
+        );
+        let e = one_error(&["model", "--seconds", "1\n2"]);
+        assert!(e.contains("'1\\n2'") && e.lines().count() == 3, "{e}");
+    }
+
+    /// `model --seconds 1e12` ran for ever; every option now has a limit,
+    /// and so do a run's segments and rounds (docs/MODEL.md).
+    #[test]
+    fn model_options_have_limits() {
+        for (args, want) in [
+            (
+                &["--seconds", "1e12"][..],
+                "`1e12` is more than 3600 seconds",
+            ),
+            (&["--seconds", "1e-9"], "is less than a microsecond"),
+            (
+                &["--rate-mbps", "1e308"],
+                "`1e308` is more than 100000 Mbit/s",
+            ),
+            (
+                &["--rtt-us", "4000000000"],
+                "is not a round-trip time the model runs",
+            ),
+            (
+                &["--rtt-us", "1"],
+                "is not a round-trip time the model runs",
+            ),
+            (
+                &["--buffer-pkts", "4294967295"],
+                "is not a buffer the model runs",
+            ),
+            (&["--mss", "70000"], "70000 is not in 64..=65535"),
+            (
+                &["--rate-mbps", "0.001"],
+                "less than one 1448-byte segment per second",
+            ),
+            (
+                &["--rate-mbps", "100000", "--rtt-us", "10000000"],
+                "more than the 16777216 a run may",
+            ),
+            (
+                &["--rate-mbps", "100000", "--seconds", "3600"],
+                "3.1e10 segments, more than the 1e9 a run may send",
+            ),
+            (
+                &["--rtt-us", "10", "--seconds", "3600"],
+                "3.6e8 rounds, more than the 1e8 a run may last",
+            ),
+            (
+                &["--cc", "reno,newreno"],
+                "reno at HZ 250 is asked for twice; give each spec and HZ once",
+            ),
+        ] {
+            let e = one_error(&[&["model"][..], args].concat());
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        let dir = tmpdir("c-model-traced");
+        let e = one_error(&[
+            "model",
+            "--rate-mbps",
+            "10000",
+            "--seconds",
+            "100",
+            "--trace-dir",
+            dir.join("t").to_str().unwrap(),
+        ]);
+        assert!(e.contains("more than the 1e7 a run may send traced"), "{e}");
+        assert!(
+            !dir.join("t").exists(),
+            "refused before the directory is made"
+        );
+    }
+
+    /// At the edges of its limits, every algorithm runs without a panic
+    /// (the binary is built with overflow checks here).
+    #[test]
+    fn model_runs_at_the_edges_of_its_limits() {
+        let every = "reno,cubic,bbr,cdg,vegas,htcp,dctcp,cubic:hystart=hspp,reno:hystart=hspp";
+        for args in [
+            &[
+                "--rate-mbps",
+                "100000",
+                "--mss",
+                "64",
+                "--rtt-us",
+                "10",
+                "--seconds",
+                "0.002",
+            ][..],
+            &[
+                "--rate-mbps",
+                "100000",
+                "--mss",
+                "65535",
+                "--rtt-us",
+                "10000000",
+                "--seconds",
+                "20",
+                "--buffer-pkts",
+                "0",
+            ],
+            &[
+                "--rate-mbps",
+                "0.000512",
+                "--mss",
+                "64",
+                "--rtt-us",
+                "10000000",
+                "--seconds",
+                "600",
+            ],
+            &["--loss", "100", "--seconds", "20", "--hz", "1"],
+            &[
+                "--loss",
+                "100",
+                "--seconds",
+                "5",
+                "--hz",
+                "1000000",
+                "--ack-every",
+                "64",
+            ],
+            &[
+                "--seed",
+                "18446744073709551615",
+                "--loss",
+                "0.0001",
+                "--seconds",
+                "0.000001",
+            ],
+        ] {
+            let o = kleinrock(&[&["model", "--cc", every][..], args].concat());
+            let (out, err) = text(&o);
+            assert!(o.status.success(), "{args:?}: {out}{err}");
+        }
+    }
+
+    /// What the kernel takes but does not do as written is said, once.
+    #[test]
+    fn specs_without_effect_are_warned_about() {
+        let o = kleinrock(&[
+            "model",
+            "--cc",
+            "cubic:initial_ssthresh=9,dctcp:alpha_on_init=5000",
+            "--hz",
+            "100,250",
+            "--seconds",
+            "0.1",
+        ]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{out}{err}");
+        assert_eq!(
+            err,
+            "warning: cubic's initial_ssthresh=9 has no effect with hystart=on: the kernel sets it at init only when HyStart is off; add hystart=off to use it\n\
+             warning: dctcp's alpha_on_init=5000 is above 1024 (alpha = 1): it starts at 1024, as the kernel caps it\n"
+        );
+    }
+
+    /// `kernel trace --out` had no check: it is made before anything is
+    /// loaded (so without root), for `--out` and the files later
+    /// connections write beside it.
+    #[test]
+    fn kernel_trace_checks_its_outputs_first() {
+        let dir = tmpdir("c-kernel-out");
+        let at = |name: &str| dir.join(name).to_str().unwrap().to_string();
+        fs::write(dir.join("notes.csv"), "my notes\n").unwrap();
+        fs::write(dir.join("t.csv.gz"), "hook,post_snd_cwnd\n").unwrap();
+        fs::write(dir.join("t.3.csv.gz"), "not a trace\n").unwrap();
+        for (out, want) in [
+            ("/dev/null".to_string(), "error: cannot write the hook trace /dev/null: it is a character device; choose another --out\n".to_string()),
+            (at("notes.csv"), format!("error: cannot write the hook trace {}: it is a file that is not a hook trace (no `hook` column in its first line); choose another --out\n", at("notes.csv"))),
+            (at("t.csv.gz"), format!("error: cannot write the hook trace {}: it is a file that is not a hook trace (no `hook` column in its first line); choose another --out\n", at("t.3.csv.gz"))),
+            (at("none/t.csv"), format!("error: cannot write the hook trace {}: {} is not a directory; choose another --out\n", at("none/t.csv"), at("none"))),
+        ] {
+            let e = one_error(&["kernel", "trace", "--cc", "kr_cubic", "--out", &out]);
+            assert_eq!(e, want);
+        }
+        assert_eq!(
+            fs::read_to_string(dir.join("t.3.csv.gz")).unwrap(),
+            "not a trace\n"
+        );
+    }
+}

@@ -11,17 +11,20 @@
 //! - [`open_file`] and [`create`] open with `O_NOFOLLOW` and `O_NONBLOCK`
 //!   and check the type of what they opened (`fstat`): a link, a device, a
 //!   FIFO or a directory is refused, even if it replaced a file since the
-//!   check, and opening a FIFO does not wait for a peer;
+//!   check, and opening a FIFO does not wait for a peer; [`replace`] puts
+//!   a new file in place of a regular one, and refuses the rest alike;
 //! - [`check_dir`] and [`claim_dir`] decide whether a directory is one
 //!   Kleinrock may write in: absent (it is then created), empty, or holding
 //!   only entries the caller recognises as its own (by name, type and, where
 //!   the caller reads them, content). The caller names what is its own;
 //!   this crate only walks and refuses.
 //!
-//! It is a crate of its own because three parts write files: the CLI (the
+//! It is a crate of its own because several parts write files: the CLI (the
 //! outputs of `sim`, `compare`, `select` and `model`), the report
-//! (`compare`'s directory) and the selector's persistence, which the
-//! selector daemon will use without the CLI.
+//! (`compare`'s directory), the simulator's results, the hook traces
+//! (crates/trace, for the simulator, `model` and the kernel tracer) and
+//! the selector's persistence, which the selector daemon will use without
+//! the CLI. The trace reader opens its input through [`open_file`] too.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -154,6 +157,33 @@ pub fn create(path: &Path) -> io::Result<File> {
     )?;
     f.set_len(0)?;
     Ok(f)
+}
+
+/// Creates a new regular file at `path` in place of the regular file there,
+/// if any, which is removed rather than truncated; refuses, removing
+/// nothing, if a directory, link, device or FIFO is there. The file opened
+/// is always a new one, so one swapped in since the caller's checks is
+/// never written through. (Why remove: a file truncated and rewritten on
+/// ext4 gets its blocks allocated at close, which costs the writer; see
+/// crates/sim/src/results.rs.)
+pub fn replace(path: &Path) -> io::Result<File> {
+    if precheck(path)? == Kind::File {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    create_new(path)
+}
+
+/// An I/O error's reason as a sentence shows it: without the OS error
+/// number Rust appends (`(os error 2)`).
+pub fn reason(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
 }
 
 /// Creates a new regular file at `path`: fails if anything is there, a
@@ -325,6 +355,29 @@ mod tests {
         let mut f = create(&file).unwrap();
         f.write_all(b"new").unwrap();
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+        // replace() refuses what create() refuses, removing nothing.
+        for (p, what) in [
+            (&fifo, "a named pipe"),
+            (&link, "a symbolic link"),
+            (&PathBuf::from("/dev/null"), "a character device"),
+            (&d, "a directory"),
+        ] {
+            let e = replace(p).unwrap_err().to_string();
+            assert!(e.contains(what) && e.contains("not a regular file"), "{e}");
+        }
+        assert_eq!(kind(&fifo).unwrap(), Kind::Fifo);
+        assert_eq!(kind(&link).unwrap(), Kind::Symlink);
+        // A regular file is replaced by a new one (another inode); an
+        // absent one is created.
+        let before = std::fs::metadata(&file).unwrap().ino();
+        let mut f = replace(&file).unwrap();
+        f.write_all(b"newer").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "newer");
+        assert_ne!(std::fs::metadata(&file).unwrap().ino(), before);
+        replace(&d.join("fresh")).unwrap();
+        assert_eq!(kind(&d.join("fresh")).unwrap(), Kind::File);
+        let e = std::fs::File::open(d.join("absent")).unwrap_err();
+        assert_eq!(reason(&e), "No such file or directory");
         assert!(same_file(&file, &link) && !same_file(&file, &fifo));
         assert!(!same_file(&file, &d.join("absent")));
     }

@@ -354,7 +354,10 @@ type Fill = fn(&Results, &mut Vec<u8>, &mut dyn FnMut(&mut Vec<u8>));
 /// and a small run's file still goes out in a write or two.
 const SPILL: usize = 64 << 10;
 
-/// Creates the file at `path`, replacing any file there.
+/// Creates the file at `path`, replacing a regular file there
+/// (`kleinrock_files::replace`): the directory was checked before the run,
+/// and a link, device or FIFO put there since is refused, not written
+/// through or removed.
 ///
 /// Removed and created anew rather than truncated: on ext4, a file
 /// truncated to zero and rewritten gets its blocks allocated when it is
@@ -362,14 +365,9 @@ const SPILL: usize = 64 << 10;
 /// and freeing those blocks when the next run overwrites it cost about
 /// 0.5 ms per 200 KB file on the machine of docs/PERFORMANCE.md; a new
 /// file's blocks stay unallocated until writeback, so removing it before
-/// then frees nothing. (A symlink in the output directory is replaced
-/// rather than written through.)
+/// then frees nothing.
 fn replace_file(path: &Path) -> io::Result<std::fs::File> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    std::fs::File::create(path)
+    kleinrock_files::replace(path)
 }
 
 /// The records a series is reserved for before a run (6 MB of flow
@@ -721,6 +719,39 @@ mod tests {
         let r = Results::new(30_000_000_000, 100_000_000, 1, 10);
         assert_eq!(r.flow_series.capacity(), 3010);
         assert_eq!(r.queue_series.capacity(), 602);
+    }
+
+    /// Issue 16: results were written with `File::create`, protected only
+    /// by the check of the directory before the run: a link or FIFO put in
+    /// its place since was written through, or blocked the writer.
+    #[test]
+    fn results_replace_files_and_never_write_through_what_replaced_one() {
+        let dir = std::env::temp_dir().join(format!("kleinrock-results-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let r = Results::new(1_000_000_000, 100_000_000, 1, 1);
+        r.write(&dir).unwrap();
+        r.write(&dir).unwrap();
+        let victim = dir.join("victim.txt");
+        std::fs::write(&victim, "precious").unwrap();
+        std::fs::remove_file(dir.join("flows.csv")).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("flows.csv")).unwrap();
+        let e = r.write(&dir).unwrap_err().to_string();
+        assert!(
+            e.ends_with("flows.csv is a symbolic link, not a regular file"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        std::fs::remove_file(dir.join("flows.csv")).unwrap();
+        let mkfifo = std::process::Command::new("mkfifo")
+            .arg(dir.join("flows.csv"))
+            .status();
+        assert!(mkfifo.unwrap().success());
+        let e = r.write(&dir).unwrap_err().to_string();
+        assert!(
+            e.ends_with("flows.csv is a named pipe (FIFO), not a regular file"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

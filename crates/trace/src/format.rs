@@ -149,6 +149,23 @@ pub enum HookError {
     BadArg(&'static str, String),
 }
 
+/// A (column, cell) as the integer type `ty` names, or why it does not fit.
+fn fit<T: TryFrom<i128>>(
+    (col, v): (&'static str, i128),
+    ty: &str,
+) -> Result<T, (&'static str, String)> {
+    T::try_from(v).map_err(|_| (col, format!("{v} is out of range for {ty}")))
+}
+
+/// A (column, cell) holding a C `bool`: 0 or 1.
+fn flag((col, v): (&'static str, i128)) -> Result<bool, (&'static str, String)> {
+    match v {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err((col, format!("{v} is not 0 or 1 (the member is a bool)"))),
+    }
+}
+
 /// Builds the hook call of a row from its name and a cell lookup (`None`
 /// for an empty or absent cell).
 pub fn parse_hook(name: &str, cell: &dyn Fn(&str) -> Option<i128>) -> Result<Hook, HookError> {
@@ -196,24 +213,26 @@ pub fn parse_hook(name: &str, cell: &dyn Fn(&str) -> Option<i128>) -> Result<Hoo
             }
             "in_ack_event" => Hook::InAckEvent(u32_of(ARG_U)?),
             "cong_control" => {
-                let c = |i: usize| cell(RS_COLUMNS[i]).unwrap_or(0);
+                // Each member in its kernel type (`struct rate_sample`);
+                // an empty or absent cell is 0.
+                let c = |i: usize| (RS_COLUMNS[i], cell(RS_COLUMNS[i]).unwrap_or(0));
                 let rs = kleinrock_cc::RateSample {
-                    prior_mstamp: c(0) as u64,
-                    prior_delivered: c(1) as u32,
+                    prior_mstamp: fit(c(0), "a u64")?,
+                    prior_delivered: fit(c(1), "a u32")?,
                     prior_delivered_ce: 0,
-                    delivered: c(2) as i32,
+                    delivered: fit(c(2), "an s32")?,
                     delivered_ce: 0,
-                    interval_us: c(3) as i64,
-                    snd_interval_us: c(4) as u32,
-                    rcv_interval_us: c(5) as u32,
-                    rtt_us: c(6) as i64,
-                    losses: c(7) as i32,
-                    acked_sacked: c(8) as u32,
-                    prior_in_flight: c(9) as u32,
-                    last_end_seq: c(10) as u32,
-                    is_app_limited: c(11) != 0,
-                    is_retrans: c(12) != 0,
-                    is_ack_delayed: c(13) != 0,
+                    interval_us: fit(c(3), "a long (s64)")?,
+                    snd_interval_us: fit(c(4), "a u32")?,
+                    rcv_interval_us: fit(c(5), "a u32")?,
+                    rtt_us: fit(c(6), "a long (s64)")?,
+                    losses: fit(c(7), "an int (s32)")?,
+                    acked_sacked: fit(c(8), "a u32")?,
+                    prior_in_flight: fit(c(9), "a u32")?,
+                    last_end_seq: fit(c(10), "a u32")?,
+                    is_app_limited: flag(c(11))?,
+                    is_retrans: flag(c(12))?,
+                    is_ack_delayed: flag(c(13))?,
                 };
                 Hook::CongControl {
                     ack: u32_of(ARG_ACK)?,

@@ -187,19 +187,36 @@ fn compare(lay: &Layout, cells: &[Option<i128>], sk: &Sock, cc: &Algorithm, ret:
     diffs
 }
 
+/// The jiffies clock rates a replay takes: Linux's `CONFIG_HZ` is 100, 250,
+/// 300 or 1000; up to a million covers any clock a tracer could count in,
+/// and 0 would divide every conversion between jiffies and time by zero.
+pub const HZ: std::ops::RangeInclusive<u32> = 1..=1_000_000;
+
 /// Replays the trace at `path` into `cc` (in its initial, all-zero state)
 /// with a `hz` jiffies clock. `progress` is called with the rows done every
 /// 65,536 rows.
 pub fn replay(
     path: &Path,
+    cc: Algorithm,
+    hz: u32,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Report, TraceError> {
+    replay_from(TraceReader::open(path)?, cc, hz, progress)
+}
+
+/// [`replay`] of a trace being read by `r` (from any source).
+pub fn replay_from(
+    mut r: TraceReader,
     mut cc: Algorithm,
     hz: u32,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Report, TraceError> {
-    let mut r = TraceReader::open(path)?;
+    if !HZ.contains(&hz) {
+        return Err(TraceError::BadHz { hz });
+    }
     let lay = layout(&r, &cc)?;
     let mut report = Report {
-        trace: path.display().to_string(),
+        trace: r.path().display().to_string(),
         spec: cc.spec(),
         hz,
         rows: 0,
@@ -233,13 +250,8 @@ pub fn replay(
         let mut sk = Sock::new(hz);
         for &(f, i) in &lay.pre {
             match cells[i] {
-                Some(v) => {
-                    let ok = u64::try_from(v).is_ok_and(|v| sk.set(f, v));
-                    if !ok {
-                        let why = format!("{v} is out of range for {}", f.name());
-                        return Err(r.bad_cell(row, &format::pre_column(f), &why));
-                    }
-                }
+                Some(v) => set_pre(&mut sk, f, v)
+                    .map_err(|why| r.bad_cell(row, &format::pre_column(f), &why))?,
                 None if reads.contains(&f) => {
                     let why = format!("empty, but {} reads {}", cc.name(), f.name());
                     return Err(r.bad_cell(row, &format::pre_column(f), &why));
@@ -247,9 +259,17 @@ pub fn replay(
                 None => {}
             }
         }
+        if let Some(v) = lay.jiffies_out.and_then(|i| cells[i]) {
+            if u32::try_from(v).is_err() {
+                let why = format!("{v} is out of range for tcp_jiffies32 (a u32)");
+                return Err(r.bad_cell(row, format::JIFFIES_OUT, &why));
+            }
+        }
         for &(name, i) in &lay.random_ca {
             if let Some(v) = cells[i] {
-                cc.expect_random(name, v as i64);
+                let v = drawn(&cc, name, v)
+                    .map_err(|why| r.bad_cell(row, &format!("post_ca_{name}"), &why))?;
+                cc.expect_random(name, v);
             }
         }
         let (next, diffs) = run_row(&lay, cells, &cc, &hook, sk);
@@ -278,7 +298,69 @@ pub fn replay(
             progress(report.rows);
         }
     }
+    if report.rows == 0 {
+        return Err(TraceError::NoRows {
+            path: r.path().to_path_buf(),
+        });
+    }
     Ok(report)
+}
+
+/// Sets the connection field `f` from a trace's `pre_` cell, or says why
+/// the cell cannot be one. Each value must fit the field's kernel type
+/// exactly (a bool is 0 or 1, `icsk_ca_state` one of the five states);
+/// beyond that, every value the type holds is taken (the algorithms are
+/// tested not to panic on any: crates/cc/tests/properties.rs,
+/// crates/trace/tests/hostile.rs), except three no kernel can have, for
+/// which no algorithm's arithmetic is defined (docs/TRACE_FORMAT.md): a
+/// window or a clamp of 0, which congestion avoidance divides by, and a
+/// pacing shift past a 64-bit rate's width.
+fn set_pre(sk: &mut Sock, f: Field, v: i128) -> Result<(), String> {
+    let out_of_range = || format!("{v} is out of range for {}", f.name());
+    let v = u64::try_from(v).map_err(|_| out_of_range())?;
+    if !sk.set(f, v) {
+        return Err(out_of_range());
+    }
+    if sk.get(f) != v {
+        return Err(format!("{v} is not 0 or 1 ({} is a bool)", f.name()));
+    }
+    match (f, v) {
+        (Field::snd_cwnd, 0) => Err(
+            "a congestion window of 0 is no state of the kernel's: tcp_snd_cwnd_set() warns on it \
+             and congestion avoidance divides by it, so no kernel trace holds it; the window is at least 1"
+                .into(),
+        ),
+        (Field::pacing_shift, 64..) => Err(format!(
+            "a pacing shift of {v} is no state of the kernel's: it shifts a 64-bit rate, which C \
+             leaves undefined from 64 bits on (the kernel's is 10, a driver's smaller); give 0 to 63"
+        )),
+        (Field::snd_cwnd_clamp, 0) => Err(
+            "a clamp of 0 is no state of the kernel's: slow start would clamp cwnd to 0, which \
+             congestion avoidance divides by, so no kernel trace holds it; the clamp is at least 1"
+                .into(),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The value of a member drawn at random, from a trace's `post_ca_` cell,
+/// or why `cc` cannot hold it (out of the member's type or bitfield).
+fn drawn(cc: &Algorithm, name: &str, v: i128) -> Result<i64, String> {
+    let out_of_range = || format!("{v} is not a value {} can draw for {name}", cc.name());
+    let v = i64::try_from(v).map_err(|_| out_of_range())?;
+    let mut probe = cc.clone();
+    let mut held = None;
+    if probe.set_ca(name, v) {
+        probe.visit_ca(&mut |n, x| {
+            if n == name {
+                held = Some(x);
+            }
+        });
+    }
+    if held != Some(v) {
+        return Err(out_of_range());
+    }
+    Ok(v)
 }
 
 /// Runs one row's hook on a copy of the algorithm, with `jiffies_in` and,

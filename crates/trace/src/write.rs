@@ -5,7 +5,6 @@
 //! The simulator records through the same tap, so a simulated connection's
 //! trace replays like a kernel's.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
@@ -60,9 +59,12 @@ pub struct TraceWriter {
 
 impl TraceWriter {
     /// Writes to `path`; gzip if it ends in `.gz` (fast compression: traces
-    /// are large and written while a simulation runs).
+    /// are large and written while a simulation runs). Opened with
+    /// `kleinrock_files::create`: a symbolic link, a device, a FIFO or a
+    /// directory at `path` is refused, even one put there after the
+    /// caller's checks, never written through.
     pub fn create<S: AsRef<str>>(path: &Path, ca_names: &[S]) -> io::Result<TraceWriter> {
-        let file = BufWriter::new(File::create(path)?);
+        let file = BufWriter::new(kleinrock_files::create(path)?);
         let sink: Box<dyn Write> = if path.extension().is_some_and(|e| e == "gz") {
             Box::new(GzEncoder::new(file, Compression::fast()))
         } else {

@@ -7,44 +7,10 @@
 
 use std::ops::Range;
 
-/// Characters of a value a message echoes; the rest is elided.
-const ECHO_CHARS: usize = 40;
-
-/// `s` as a message shows it: control and direction-changing characters
-/// written as TOML escapes (`\n`, `\u001B`), so that nothing a file holds
-/// can break the line or rewrite the terminal, and cut after
-/// [`ECHO_CHARS`] characters with an ellipsis and the full length.
-pub fn show(s: &str) -> String {
-    escape(s, ECHO_CHARS, true)
-}
-
-/// A file's name (or a label naming one) as a message shows it: escaped
-/// as [`show`] does, but whole, since a path cut short names nothing.
-pub fn name(s: &str) -> String {
-    escape(s, usize::MAX, false)
-}
-
-/// `s` with its control characters escaped, cut after `keep` characters;
-/// `quotes`: also escape what would end or escape a quoted value.
-fn escape(s: &str, keep: usize, quotes: bool) -> String {
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i == keep {
-            out.push_str(&format!("... ({} characters)", s.chars().count()));
-            break;
-        }
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '"' if quotes => out.push_str("\\\""),
-            '\\' if quotes => out.push_str("\\\\"),
-            c if c.is_control() || is_format(c) => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
-}
+// How values are escaped and cut is kleinrock_cc's (`echo`), shared with
+// the algorithm specs' and the hook traces' messages.
+use kleinrock_cc::echo::{escape, ECHO_CHARS};
+pub use kleinrock_cc::echo::{name, show};
 
 /// A TOML literal as written (`"x"`, `1.5`, `[1, 2]`), escaped and cut
 /// as [`show`] does but with its own quotes kept.
@@ -64,12 +30,6 @@ pub fn show_value(v: &toml::Value) -> String {
         toml::Value::String(s) => quoted(s),
         other => show(&other.to_string()),
     }
-}
-
-/// Unicode's invisible formatting characters that reorder or hide text on
-/// a terminal (bidirectional overrides, zero-width characters, the BOM).
-fn is_format(c: char) -> bool {
-    matches!(c as u32, 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2069 | 0xFEFF)
 }
 
 /// What the TOML parser (and serde behind it) said about `span` of
@@ -340,16 +300,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn values_are_escaped_and_cut_short() {
-        assert_eq!(show("reno"), "reno");
-        assert_eq!(show("a\nb\t\u{1b}[31m"), "a\\nb\\t\\u001B[31m");
-        assert_eq!(show("\u{202E}x"), "\\u202Ex");
-        let long = "x".repeat(5_000_000);
-        assert_eq!(
-            show(&long),
-            format!("{}... (5000000 characters)", "x".repeat(40))
-        );
+    fn quoted_values_escape_their_quotes() {
         assert_eq!(quoted("a\"b"), "\"a\\\"b\"");
+        assert_eq!(show_literal("\"a\nb\""), "\"a\\nb\"");
     }
 
     #[test]
