@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use kleinrock_live::{signals, ErrorKind, Implementation, Plan};
+use kleinrock_live::{signals, ErrorKind, Implementation, Plan, Results};
 
 use crate::progress::Phase;
 use crate::sim;
@@ -59,21 +59,9 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
                 eprintln!("{}: {spec} runs as {code}", job.name);
             }
         }
-        let results = {
-            let total = job.cfg.duration as f64 / 1e9;
-            let phase = Phase::counting(
-                &format!("running {} in the lab", job.name),
-                a.quiet,
-                Some(Box::new(move |f| {
-                    format!("{:.1} of {total:.1} s", f * total)
-                })),
-            );
-            kleinrock_live::run(plan, &|| signals::caught().is_some(), &mut |f| phase.set(f))
-        };
-        let r = match results {
+        let r = match run_one(&job.name, plan, a.quiet)? {
             Ok(r) => r,
-            Err(e) if e.kind() == ErrorKind::Interrupted => return Ok(interrupted(&e)),
-            Err(e) => return Err(Failure(format!("{}: {e}", job.name))),
+            Err(code) => return Ok(code),
         };
         println!(
             "== {} (seed {}, {:.1} s on Linux TCP in the lab)",
@@ -87,9 +75,34 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Runs `plan` (named `name`) in a lab with a progress line; the exit
+/// status to end with instead of results when a signal stopped it. The
+/// caller has called [`signals::catch`].
+pub(crate) fn run_one(
+    name: &str,
+    plan: &Plan,
+    quiet: bool,
+) -> Result<Result<Results, ExitCode>, Failure> {
+    let total = plan.config.duration as f64 / 1e9;
+    let phase = Phase::counting(
+        &format!("running {name} in the lab"),
+        quiet,
+        Some(Box::new(move |f| {
+            format!("{:.1} of {total:.1} s", f * total)
+        })),
+    );
+    let result = kleinrock_live::run(plan, &|| signals::caught().is_some(), &mut |f| phase.set(f));
+    drop(phase);
+    match result {
+        Ok(r) => Ok(Ok(r)),
+        Err(e) if e.kind() == ErrorKind::Interrupted => Ok(Err(interrupted(&e))),
+        Err(e) => Err(Failure(format!("{name}: {e}"))),
+    }
+}
+
 /// Says why the command stopped, and its exit status: 128 plus the
 /// signal's number, as a shell reports a process the signal ended.
-pub(crate) fn interrupted(e: &kleinrock_live::Error) -> ExitCode {
+fn interrupted(e: &kleinrock_live::Error) -> ExitCode {
     let signal = signals::caught().unwrap_or(libc::SIGINT);
     eprintln!("stopped by {}: {e}", signals::name(signal));
     ExitCode::from((128 + signal).clamp(0, 255) as u8)

@@ -25,6 +25,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use kleinrock_cc::spec::SpecError;
 use kleinrock_cc::{Algorithm, CongestionControl};
 use kleinrock_kernel::pins::{Paths, Unloaded};
 use kleinrock_kernel::Plan;
@@ -101,6 +102,30 @@ impl Code {
     }
 }
 
+/// Whether `alg` asked for as `how` runs the kernel's own code (else our
+/// port).
+fn runs_kernels(alg: &Algorithm, how: Implementation) -> bool {
+    match how {
+        Implementation::Auto => alg.spec() == alg.name() && KERNEL_OWN.contains(&alg.name()),
+        Implementation::Kernel => true,
+        Implementation::Port => false,
+    }
+}
+
+/// `spec` with an optional `kernel:` or `port:` prefix, parsed, and
+/// written as simply as it can be: the algorithm's canonical spec, with
+/// the prefix only where it changes what the lab runs (`kernel:cubic` is
+/// `cubic`, `port:cdg` is `cdg`, `port:cubic` stays). Two spellings of
+/// one run are then one name, as `newreno` and `reno` are.
+pub fn canonical(spec: &str) -> Result<(Implementation, Algorithm, String), SpecError> {
+    let (how, rest) = Implementation::split(spec);
+    let alg: Algorithm = rest.parse()?;
+    let needed = runs_kernels(&alg, how) != runs_kernels(&alg, Implementation::Auto);
+    let how = if needed { how } else { Implementation::Auto };
+    let label = format!("{}{}", how.prefix(), alg.spec());
+    Ok((how, alg, label))
+}
+
 /// The code that runs `alg` asked for as `how`; ports get a name of this
 /// run. Refuses, in one sentence, what cannot run here: a port in a build
 /// without BPF, the kernel's own algorithm with parameters or under a name
@@ -108,12 +133,7 @@ impl Code {
 pub fn choose(alg: &Algorithm, how: Implementation) -> Result<Code, Error> {
     let name = alg.name();
     let plain = alg.spec() == name;
-    let kernel = match how {
-        Implementation::Auto => plain && KERNEL_OWN.contains(&name),
-        Implementation::Kernel => true,
-        Implementation::Port => false,
-    };
-    if !kernel {
+    if !runs_kernels(alg, how) {
         return port(alg, how);
     }
     if !plain {
@@ -333,6 +353,18 @@ mod tests {
             (Implementation::Port, "cubic:hystart=off")
         );
         assert_eq!(Implementation::split("cdg"), (Implementation::Auto, "cdg"));
+    }
+
+    #[test]
+    fn a_prefix_stays_only_where_it_changes_what_runs() {
+        let label = |s: &str| canonical(s).unwrap().2;
+        assert_eq!(label("kernel:cubic"), "cubic");
+        assert_eq!(label("port:cdg"), "cdg");
+        assert_eq!(label("port:newreno"), "port:reno");
+        assert_eq!(label("kernel:vegas"), "kernel:vegas");
+        assert_eq!(label("cubic:hystart=hspp"), "cubic:hystart=hspp");
+        assert_eq!(canonical("port:cubic").unwrap().0, Implementation::Port);
+        assert!(canonical("port:nope").is_err());
     }
 
     #[test]
