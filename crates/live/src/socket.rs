@@ -72,6 +72,25 @@ fn set_name(fd: RawFd, what: &str) -> io::Result<()> {
     .map(drop)
 }
 
+/// The congestion control a TCP socket runs (`getsockopt(TCP_CONGESTION)`).
+pub fn congestion(socket: &impl AsFd) -> io::Result<String> {
+    let mut name = [0u8; 16];
+    let mut len = name.len() as libc::socklen_t;
+    // SAFETY: name and len are valid; the kernel writes at most len bytes.
+    check(unsafe {
+        libc::getsockopt(
+            socket.as_fd().as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_mut_ptr().cast(),
+            &mut len,
+        )
+    })?;
+    let name = &name[..(len as usize).min(name.len())];
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    Ok(String::from_utf8_lossy(&name[..end]).into_owned())
+}
+
 /// Sets `opts` on a TCP socket; an error names the option.
 pub fn apply(fd: RawFd, opts: &TcpOptions) -> io::Result<()> {
     let named = |what: &str, r: io::Result<()>| {
@@ -429,6 +448,7 @@ mod tests {
         let i = tcp_info(&tx).unwrap();
         // The MSS option less the timestamps' 12 bytes.
         assert_eq!(i.snd_mss, 1000);
+        assert_eq!(congestion(&tx).unwrap(), "reno");
         // The acknowledged count includes the SYN's sequence number; the
         // received count only data.
         assert_eq!(i.bytes_acked, 100_001);

@@ -68,15 +68,18 @@ impl Clock {
         self.finished.load(Ordering::SeqCst)
     }
 
-    /// Sleeps until `when`, or until the run is over (false then).
+    /// Sleeps until `when`, or until the run is over (false then). A
+    /// moment already come is true even once the run is over, so that
+    /// what was due by the end (a ping at the very end, a datagram a late
+    /// thread owes) is sent as the simulator sends it.
     pub fn sleep_until(&self, when: Instant) -> bool {
         loop {
-            if self.finished() {
-                return false;
-            }
             let now = Instant::now();
             if now >= when {
                 return true;
+            }
+            if self.finished() {
+                return false;
             }
             std::thread::sleep((when - now).min(POLL));
         }

@@ -87,8 +87,10 @@ fn pinger(i: usize, cfg: &PingConfig, clock: &Clock, s: &OwnedFd, tally: &Mutex<
     let mut next = Some(clock.at(cfg.start)).filter(|&t| due(t));
     let mut sent_at: Vec<Instant> = Vec::new();
     let mut buf = [0u8; 1500];
-    while !clock.finished() {
+    loop {
         let now = Instant::now();
+        // A request whose time has come is sent even once the run is
+        // over: the one due at the very end, by a thread woken late.
         if let Some(t) = next.filter(|&t| now >= t) {
             let seq = sent_at.len() as u16;
             if socket::send_to(s, &echo(id, seq), RECEIVER_ADDR).is_ok() {
@@ -99,6 +101,9 @@ fn pinger(i: usize, cfg: &PingConfig, clock: &Clock, s: &OwnedFd, tally: &Mutex<
             }
             next = Some(t + interval).filter(|&t| due(t));
             continue;
+        }
+        if clock.finished() {
+            return;
         }
         let wait = next.map_or(POLL, |t| t.saturating_duration_since(now).min(POLL));
         let wait_ms = (wait.as_micros() as i32 + 999) / 1000;

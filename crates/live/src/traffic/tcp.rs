@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use kleinrock_cc::CongestionControl;
 use kleinrock_lab::{Lab, RECEIVER_ADDR};
 use kleinrock_sim::results::Histogram;
 use kleinrock_sim::world::{FlowConfig, RequestResponse};
@@ -128,6 +129,7 @@ pub fn connect_all(lab: &Lab, plan: &Plan) -> Result<Vec<Flow>, Error> {
             } else {
                 (accepted, client)
             };
+            check_congestion(i, &cfg, &sender, &data_sender_name(plan, i))?;
             flows.push(Flow {
                 index: i,
                 cfg,
@@ -142,6 +144,25 @@ pub fn connect_all(lab: &Lab, plan: &Plan) -> Result<Vec<Flow>, Error> {
         }
     }
     Ok(flows)
+}
+
+fn data_sender_name(plan: &Plan, i: usize) -> String {
+    options(plan, i).0.congestion
+}
+
+/// Checks that the data's sender runs the algorithm asked for: a socket
+/// the kernel quietly gave another (a port unloaded meanwhile, say) would
+/// make the run measure the wrong code. An algorithm that needs ECN runs
+/// as the kernel's reno without it, as DCTCP does (and the simulator's
+/// DCTCP does with `peer_ecn = false`).
+fn check_congestion(i: usize, cfg: &FlowConfig, s: &TcpStream, want: &str) -> Result<(), Error> {
+    let got = socket::congestion(s).map_err(|e| setup_error(&format!("TCP flow {i}"), e))?;
+    if got == want || (cfg.cc.needs_ecn() && got == "reno") {
+        return Ok(());
+    }
+    Err(Error::failed(format!(
+        "TCP flow {i} asked for the congestion control {want} and its socket runs {got}; is another program changing the lab's sockets?"
+    )))
 }
 
 impl Flow {
