@@ -96,6 +96,8 @@ pub(crate) fn run_one(
     match result {
         Ok(r) => Ok(Ok(r)),
         Err(e) if e.kind() == ErrorKind::Interrupted => Ok(Err(interrupted(&e))),
+        // Not the run's fault: the same for every run.
+        Err(e) if e.kind() == ErrorKind::Unprivileged => Err(Failure(e.to_string())),
         Err(e) => Err(Failure(format!("{name}: {e}"))),
     }
 }

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{kleinrock, text, tmpdir};
+use common::{kleinrock, scenarios, text, tmpdir};
 
 /// One lab at a time in this process.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -88,6 +88,18 @@ fn a_key_the_lab_cannot_honour_is_refused_in_one_sentence_before_anything_runs()
         )),
         "{err}"
     );
+    // A shipped scenario at another HZ than the kernel's.
+    if kleinrock_kernel::trace::kernel_hz().is_some_and(|hz| hz != 100) {
+        let e2 = scenarios().join("e2-hz-loss-1G-500us.toml");
+        let (_, err) = text(&kleinrock(&["lab", e2.to_str().unwrap()]));
+        assert!(
+            err.starts_with(&format!(
+                "error: {}: the lab cannot honour `hz` = 100",
+                e2.display()
+            )),
+            "{err}"
+        );
+    }
     let plain = scenario(&dir, "plain", "cubic", "2s");
     let o = kleinrock(&["compare", plain.to_str().unwrap(), "--cc", "port:cubic"]);
     let (_, err) = text(&o);
@@ -124,7 +136,7 @@ fn without_root_the_lab_says_what_is_missing() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.starts_with("error: s: kleinrock lab needs root and this process is not: it lacks CAP_SYS_ADMIN (network namespaces), CAP_NET_ADMIN (devices, routes and rules); run it with sudo"),
+        err.starts_with("error: kleinrock lab needs root and this process is not: it lacks CAP_SYS_ADMIN (network namespaces), CAP_NET_ADMIN (devices, routes and rules); run it with sudo"),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1);
