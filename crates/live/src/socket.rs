@@ -28,7 +28,10 @@ pub struct TcpOptions {
     /// `TCP_MAXSEG`: the MSS option this end sends (payload plus the
     /// timestamp option's 12 bytes).
     pub maxseg: Option<u32>,
-    /// `TCP_WINDOW_CLAMP`: the largest receive window advertised, bytes.
+    /// The largest receive window advertised, bytes: `TCP_WINDOW_CLAMP`,
+    /// and a fixed receive buffer four times as large (`SO_RCVBUFFORCE`),
+    /// since receive-buffer autotuning raises the clamp as it grows the
+    /// buffer of a socket whose buffer is not fixed.
     pub window_clamp: Option<u32>,
     /// `TCP_NOTSENT_LOWAT`: unsent bytes a writer may queue.
     pub notsent_lowat: Option<u32>,
@@ -110,6 +113,13 @@ pub fn apply(fd: RawFd, opts: &TcpOptions) -> io::Result<()> {
         )?;
     }
     if let Some(w) = opts.window_clamp {
+        // The kernel doubles the buffer asked for and counts about half of
+        // a buffer as window: four times the window leaves room.
+        let buffer = (w as u64 * 4).min(i32::MAX as u64 / 2) as libc::c_int;
+        named(
+            "SO_RCVBUFFORCE",
+            setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &buffer),
+        )?;
         let w = w.min(i32::MAX as u32) as libc::c_int;
         named(
             "TCP_WINDOW_CLAMP",
@@ -123,6 +133,22 @@ pub fn apply(fd: RawFd, opts: &TcpOptions) -> io::Result<()> {
         )?;
     }
     apply_pacing(&fd, opts)
+}
+
+/// Sets `TCP_WINDOW_CLAMP` to `window` again. Since Linux 6.10 the
+/// kernel recomputes a connection's clamp from its receive buffer whenever
+/// it re-estimates the buffer's overhead (`scaling_ratio`, in
+/// `tcp_measure_rcv_mss()`), which it does on the first segments of data:
+/// the reader sets it back after each read (a call that changes nothing
+/// when the clamp holds).
+pub fn clamp_window(socket: &impl AsFd, window: u32) -> io::Result<()> {
+    let w = window.min(i32::MAX as u32) as libc::c_int;
+    setsockopt(
+        socket.as_fd().as_raw_fd(),
+        libc::IPPROTO_TCP,
+        libc::TCP_WINDOW_CLAMP,
+        &w,
+    )
 }
 
 /// Asks the kernel to pace the socket, if `opts` say so: a socket's own

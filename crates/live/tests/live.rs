@@ -29,14 +29,14 @@ fn root() -> bool {
     root
 }
 
-/// The scenario `text` (its tables; the top of the file, `duration` and
-/// `[tcp] hz` at the running kernel's HZ, is made here) run in the lab as
-/// `how`; the results, and whether the host was quiet enough to judge
+/// The scenario `top` (its top-level keys), then `[tcp]` with `hz` at the
+/// running kernel's HZ, then `text` (more of `[tcp]`, and the other
+/// tables), run in the lab as `how`; the results, and whether the host was quiet enough to judge
 /// accuracy.
-fn run(duration: &str, text: &str, how: Implementation) -> (Results, bool) {
+fn run(top: &str, text: &str, how: Implementation) -> (Results, bool) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let hz = kleinrock_kernel::trace::kernel_hz().unwrap_or(250);
-    let text = format!("duration = \"{duration}\"\n[tcp]\nhz = {hz}\n{text}");
+    let text = format!("{top}\n[tcp]\nhz = {hz}\n{text}");
     let cfg = kleinrock_sim::scenario::parse(&text, "live.toml", None).unwrap();
     let plan = Plan::new(&cfg, how).unwrap();
     let steal = StealMeter::start().unwrap();
@@ -64,7 +64,7 @@ fn a_bulk_cubic_flow_fills_the_link() {
         return;
     }
     let (r, quiet) = run(
-        "3s",
+        "duration = \"3s\"",
         "[link]\nrate = \"10Mbit\"\nqueue = 50\n[[flow]]\ncc = \"cubic\"\nrtt = \"20ms\"\n",
         Implementation::Auto,
     );
@@ -109,7 +109,7 @@ fn a_transfer_requests_and_responses_and_a_download_with_three_algorithms() {
         return;
     }
     let (r, quiet) = run(
-        "4s",
+        "duration = \"4s\"",
         "[link]\nrate = \"20Mbit\"\nqueue = 100\n\
          [[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\nsize = \"1MB\"\n\
          [[flow]]\ncc = \"cubic\"\nrtt = \"40ms\"\ndirection = \"download\"\nstop = \"3s\"\n\
@@ -157,7 +157,7 @@ fn a_ping_sees_the_configured_rtt_and_udp_its_rate_on_an_idle_path() {
         return;
     }
     let (r, quiet) = run(
-        "3s",
+        "duration = \"3s\"",
         "[link]\nrate = \"20Mbit\"\nqueue = 100\n\
          [[ping]]\nrtt = \"40ms\"\ninterval = \"100ms\"\n\
          [[udp]]\nrate = \"5Mbit\"\nrtt = \"40ms\"\nsize = \"1000B\"\n",
@@ -236,7 +236,7 @@ fn a_port_chosen_by_spec_is_registered_for_the_run_only() {
         seen
     });
     let (r, _) = run(
-        "2s",
+        "duration = \"2s\"",
         "[link]\nrate = \"10Mbit\"\nqueue = 50\n[[flow]]\ncc = \"cdg\"\nrtt = \"20ms\"\n",
         Implementation::Auto,
     );
@@ -253,4 +253,117 @@ fn a_port_chosen_by_spec_is_registered_for_the_run_only() {
     assert!(!std::path::Path::new("/sys/fs/bpf/kleinrock")
         .join(name)
         .exists());
+}
+
+#[test]
+fn the_scenarios_tcp_settings_reach_the_kernel() {
+    if !root() {
+        return;
+    }
+    let (r, _) = run(
+        "duration = \"2s\"\nsample_interval = \"10ms\"",
+        "mss = 1000\ninit_cwnd = 4\ndelayed_ack = \"off\"\nrwnd = \"30KB\"\n\
+         [link]\nrate = \"50Mbit\"\nqueue = 200\n\
+         [[flow]]\ncc = \"cubic\"\nrtt = \"20ms\"\n",
+        Implementation::Auto,
+    );
+    let f = &r.flows[0];
+    // Segments of the scenario's MSS (a window-limited sender sends a
+    // smaller one now and then to fill the window).
+    assert_eq!(f.retransmits, 0);
+    assert!(f.segments_sent * 1000 >= f.bytes, "{f:?}");
+    assert!(
+        f.bytes as f64 >= 0.97 * (f.segments_sent * 1000) as f64,
+        "{f:?}"
+    );
+    // The first sample, 10 ms in, before any ACK: the initial window.
+    let first = &r.flow_series[0];
+    assert_eq!((first.cwnd, first.segs_out), (4, 4), "{first:?}");
+    // The receive window: at most 30 KB, 30 segments, in flight, so at
+    // most 30 KB each 20 ms round trip (12 Mbit/s of the link's 50).
+    let most = r.flow_series.iter().map(|s| s.inflight).max().unwrap();
+    assert!(most <= 30, "{most} segments in flight");
+    assert!(f.goodput_bps <= 12.0 * MBIT, "{}", f.goodput_bps);
+    // An ACK for every segment: as many packets back as forward.
+    let (up, down) = (r.links[0].tx_packets, r.links[1].tx_packets);
+    assert!(down as f64 >= 0.9 * up as f64, "{up} data, {down} ACKs");
+}
+
+#[test]
+fn ecn_capable_flows_are_marked_at_the_bottleneck_instead_of_dropped() {
+    if !root() {
+        return;
+    }
+    let (r, _) = run(
+        "duration = \"2s\"",
+        "ecn = true\n[link]\nrate = \"10Mbit\"\nqueue = 100\necn_mark_at = 10\n\
+         [[flow]]\ncc = \"cubic\"\nrtt = \"20ms\"\n",
+        Implementation::Auto,
+    );
+    let up = r.links[0];
+    eprintln!(
+        "{} packets, {} marked, {} dropped",
+        up.tx_packets, up.marks, up.queue_drops
+    );
+    assert!(up.marks > 0, "{up:?}");
+    // CUBIC answers the marks, so the queue stays far from its limit.
+    assert_eq!((up.queue_drops, r.flows[0].retransmits), (0, 0), "{up:?}");
+    let marks: u64 = r
+        .queue_series
+        .iter()
+        .filter(|q| q.link == "up")
+        .map(|q| q.marks)
+        .sum();
+    assert_eq!(marks, up.marks);
+}
+
+#[test]
+fn a_panic_during_a_run_leaves_nothing_behind() {
+    if !root() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let hz = kleinrock_kernel::trace::kernel_hz().unwrap_or(250);
+    let cc = if kleinrock_kernel::CAN_LOAD {
+        "cdg"
+    } else {
+        "cubic"
+    };
+    let text = format!(
+        "duration = \"5s\"\n[tcp]\nhz = {hz}\n[link]\nrate = \"10Mbit\"\nqueue = 50\n[[flow]]\ncc = \"{cc}\"\nrtt = \"20ms\"\n"
+    );
+    let cfg = kleinrock_sim::scenario::parse(&text, "panic.toml", None).unwrap();
+    let plan = Plan::new(&cfg, Implementation::Auto).unwrap();
+    let pid = std::process::id();
+    let (ns, port) = (format!("krlab-{pid}-"), format!("klab{}_", base36(pid)));
+    let ours = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir("/var/run/netns")
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&ns))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.extend(
+            available()
+                .split_whitespace()
+                .filter(|n| n.starts_with(&port))
+                .map(String::from),
+        );
+        v
+    };
+    let mut during = Vec::new();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        kleinrock_live::run(&plan, &|| false, &mut |f| {
+            if f > 0.2 {
+                during = ours();
+                panic!("a panic in the middle of a run");
+            }
+        })
+    }));
+    assert!(outcome.is_err(), "the panic reached the caller");
+    let want = if cc == "cdg" { 4 } else { 3 };
+    assert_eq!(during.len(), want, "the lab (and port) existed: {during:?}");
+    assert_eq!(ours(), Vec::<String>::new(), "all removed by unwinding");
 }

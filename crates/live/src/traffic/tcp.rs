@@ -64,6 +64,8 @@ pub struct Flow {
     pub sender: TcpStream,
     pub receiver: TcpStream,
     pub outcome: Arc<Outcome>,
+    /// The receive window the data's receiver holds to (`rwnd`).
+    window: Option<u32>,
 }
 
 /// The options of a flow's two ends: (data sender, data receiver).
@@ -130,9 +132,11 @@ pub fn connect_all(lab: &Lab, plan: &Plan) -> Result<Vec<Flow>, Error> {
                 (accepted, client)
             };
             check_congestion(i, &cfg, &sender, &data_sender_name(plan, i))?;
+            let window = options(plan, i).1.window_clamp;
             flows.push(Flow {
                 index: i,
                 cfg,
+                window,
                 mss: plan.config.mss,
                 sender,
                 receiver,
@@ -182,6 +186,7 @@ impl Flow {
             start: clock.at(self.cfg.start),
             stop: self.cfg.stop.map(|s| clock.at(s)),
             chunk: chunk(self.mss),
+            window: self.window,
         };
         let (e1, e2) = (end.clone(), end);
         let i = self.index;
@@ -225,6 +230,7 @@ struct End {
     start: Instant,
     stop: Option<Instant>,
     chunk: usize,
+    window: Option<u32>,
 }
 
 impl End {
@@ -278,7 +284,7 @@ impl End {
         while !self.clock.finished() {
             match s.read(&mut buf) {
                 Ok(0) => return,
-                Ok(_) => {}
+                Ok(_) => self.hold_window(&s),
                 Err(e) if retry(&e) => {}
                 Err(_) => return,
             }
@@ -321,6 +327,7 @@ impl End {
                 if !self.read_exact(&mut s, &mut buf[..n]) {
                     return;
                 }
+                self.hold_window(&s);
                 left -= n as u64;
             }
             let answered = Instant::now();
@@ -337,6 +344,14 @@ impl End {
             {
                 return;
             }
+        }
+    }
+
+    /// Sets the receive window back to the scenario's `rwnd`, which the
+    /// kernel may have raised ([`socket::clamp_window`]).
+    fn hold_window(&self, s: &TcpStream) {
+        if let Some(w) = self.window {
+            let _ = socket::clamp_window(s, w);
         }
     }
 
