@@ -399,3 +399,42 @@ fn the_next_run_sweeps_what_a_kill_9_left() {
     assert!(o.status.success(), "{}", text(&o).1);
     assert_eq!(leftovers(pid), Vec::<String>::new());
 }
+
+#[test]
+fn two_labs_at_once_do_not_collide() {
+    if !root() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tmpdir("lab-two");
+    let runs: Vec<Child> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            let s = scenario(&dir, name, "reno", "1s");
+            let out = dir.join(format!("out-{name}"));
+            Command::new(env!("CARGO_BIN_EXE_kleinrock"))
+                .args([
+                    "lab",
+                    s.to_str().unwrap(),
+                    "--out",
+                    out.to_str().unwrap(),
+                    "--quiet",
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let pids: Vec<u32> = runs.iter().map(Child::id).collect();
+    for (run, name) in runs.into_iter().zip(["a", "b"]) {
+        let o = wait(run);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let summary =
+            fs::read_to_string(dir.join(format!("out-{name}/{name}/summary.csv"))).unwrap();
+        assert_eq!(summary.lines().count(), 2, "{summary}");
+    }
+    for pid in pids {
+        assert_eq!(leftovers(pid), Vec::<String>::new());
+    }
+}
