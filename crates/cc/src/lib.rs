@@ -58,6 +58,7 @@ pub mod harness;
 pub mod htcp;
 pub mod hystart;
 pub mod hystart_pp;
+pub mod implementation;
 pub mod minmax;
 pub mod ops;
 pub mod params;

@@ -1,16 +1,19 @@
 //! `kleinrock compare SCENARIO --cc cubic,bbr,...`: run a scenario once per
 //! algorithm (every flow using it), per seed and per point of the swept
 //! parameters, on every core; print a summary table and write a report
-//! directory with `report.html`.
+//! directory with `report.html`. `--engine lab` runs them on real Linux
+//! TCP in the live lab instead (one at a time), `--engine both` in both
+//! engines, and the report then sets the simulator against the kernel.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use kleinrock_cc::Algorithm;
+use kleinrock_live::{signals, Implementation};
 use kleinrock_report::layout;
-use kleinrock_report::plan::{value_label, Scenario, Sweep};
+use kleinrock_report::plan::{value_label, Engine, Scenario, Sweep};
 use kleinrock_report::run::Offered;
-use kleinrock_report::{Comparison, Run};
+use kleinrock_report::{Comparison, Engines, Run};
+use kleinrock_sim::Results;
 
 use crate::outputs;
 use crate::progress::Phase;
@@ -22,7 +25,9 @@ pub struct Args {
     /// The scenario file (TOML, see docs/SCENARIOS.md); its `[compare]`
     /// table gives defaults for the options below.
     scenario: PathBuf,
-    /// Algorithm specs to compare, comma-separated (`kleinrock algorithms`).
+    /// Algorithm specs to compare, comma-separated (`kleinrock algorithms`);
+    /// in the lab, `kernel:NAME` or `port:SPEC` chooses which code runs one
+    /// (docs/LAB.md).
     #[arg(long, value_delimiter = ',')]
     cc: Vec<String>,
     /// Run each point with each of these seeds (comma-separated).
@@ -42,6 +47,11 @@ pub struct Args {
     /// flows, tcp_nup or tcp_ndown).
     #[arg(long)]
     flent_test: Option<String>,
+    /// Which engine runs the comparison: the simulator, real Linux TCP in
+    /// the live lab (needs root), or both, side by side in the report
+    /// (default: `engine` in [compare], else sim).
+    #[arg(long, value_parser = Engine::NAMES)]
+    engine: Option<String>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -64,9 +74,15 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     }
     let mut canonical = Vec::new();
     for s in &specs {
-        let alg: Algorithm = s.parse().map_err(|e| Failure(format!("--cc {s}: {e}")))?;
-        canonical.push(alg.spec());
+        let (_, _, label) = kleinrock_cc::implementation::canonical(s)
+            .map_err(|e| Failure(format!("--cc {s}: {e}")))?;
+        canonical.push(label);
     }
+    let engine = match &a.engine {
+        Some(e) => Engine::parse(e).unwrap_or_default(),
+        None => defaults.engine.unwrap_or_default(),
+    };
+    engine.check_specs(&specs).map_err(Failure)?;
     let seeds = if !a.seeds.is_empty() {
         a.seeds.clone()
     } else if !defaults.seeds.is_empty() {
@@ -119,6 +135,20 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         &jobs,
         "compare runs the scenario once per algorithm, seed and swept value: trace one run with `kleinrock sim`, or remove `trace` from the scenario",
     )?;
+    // The lab's runs planned before anything runs: a key it cannot honour
+    // is refused now.
+    let mut lab_plans = Vec::new();
+    if engine.lab() {
+        for (job, (spec, ..)) in jobs.iter().zip(&labels) {
+            let how = Implementation::split(spec).0;
+            let plan = kleinrock_live::Plan::new(&job.cfg, how)
+                .map_err(|e| Failure(format!("{} with {spec}: {e}", a.scenario.display())))?;
+            for w in &plan.warnings {
+                eprintln!("warning: {}: {w}", a.scenario.display());
+            }
+            lab_plans.push(plan);
+        }
+    }
     layout::claim_report_dir(&out).map_err(|e| {
         Failure(format!(
             "cannot write the report to {}: {e}; choose a new or empty directory with --out",
@@ -130,8 +160,13 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         eprintln!("warning: {w}");
     }
     if !a.quiet {
+        let what = match engine {
+            Engine::Sim => "simulations",
+            Engine::Lab => "lab runs",
+            Engine::Both => "runs in the simulator and in the lab",
+        };
         eprintln!(
-            "running {} simulations ({} algorithms x {} seeds{})",
+            "running {} {what} ({} algorithms x {} seeds{})",
             jobs.len(),
             canonical.len(),
             seeds.len(),
@@ -141,18 +176,39 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
                 .collect::<String>()
         );
     }
-    let results = run_all(&jobs, a.jobs, a.quiet)?;
-    let runs: Vec<Run> = labels
-        .into_iter()
-        .zip(results)
-        .map(|((spec, point, seed, offered), results)| Run {
-            spec,
-            point,
-            seed,
-            results,
-            offered,
-        })
-        .collect();
+    let sim_results = if engine == Engine::Lab {
+        Vec::new()
+    } else {
+        run_all(&jobs, a.jobs, a.quiet)?
+    };
+    let mut lab_results = Vec::new();
+    if engine.lab() {
+        signals::catch();
+        for (job, plan) in jobs.iter().zip(&lab_plans) {
+            match crate::lab::run_one(&job.name, plan, a.quiet)? {
+                Ok(r) => lab_results.push(r),
+                Err(code) => return Ok(code),
+            }
+        }
+    }
+    let runs_of = |results: Vec<Results>| -> Vec<Run> {
+        labels
+            .iter()
+            .cloned()
+            .zip(results)
+            .map(|((spec, point, seed, offered), results)| Run {
+                spec,
+                point,
+                seed,
+                results,
+                offered,
+            })
+            .collect()
+    };
+    let (runs, lab_runs) = match engine {
+        Engine::Lab => (runs_of(lab_results), Vec::new()),
+        _ => (runs_of(sim_results), runs_of(lab_results)),
+    };
     let cmp = Comparison {
         name,
         scenario_path: a.scenario.display().to_string(),
@@ -170,9 +226,27 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             .or_else(|| defaults.flent_test.clone())
             .unwrap_or_default(),
     };
-    print!("{}", cmp.table());
+    let lab_cmp = Comparison {
+        name: cmp.name.clone(),
+        scenario_path: cmp.scenario_path.clone(),
+        scenario_text: String::new(),
+        specs: cmp.specs.clone(),
+        sweeps: cmp.sweeps.clone(),
+        seeds: cmp.seeds.clone(),
+        runs: lab_runs,
+        flent_test: cmp.flent_test.clone(),
+    };
+    let engines = match engine {
+        Engine::Sim => Engines::Sim,
+        Engine::Lab => Engines::Lab,
+        Engine::Both => Engines::Both(&lab_cmp),
+    };
+    match engines {
+        Engines::Both(lab) => print!("{}", kleinrock_report::engines::table(&cmp, lab)),
+        _ => print!("{}", cmp.table()),
+    }
     let writing = Phase::start("writing the report", a.quiet);
-    let report = kleinrock_report::write_report(&cmp, &out, &mut |f| writing.set(f));
+    let report = kleinrock_report::write_report_of(&cmp, engines, &out, &mut |f| writing.set(f));
     drop(writing);
     let report = report.map_err(|e| {
         Failure(format!(

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod algorithms;
 mod compare;
 mod kernel;
+mod lab;
 mod model;
 mod outputs;
 mod progress;
@@ -39,6 +40,9 @@ enum Command {
     Compare(compare::Args),
     /// Run scenario files in the packet-level simulator.
     Sim(sim::Args),
+    /// Run scenario files on real Linux TCP in the live lab: network
+    /// namespaces and an emulated link (needs root; docs/LAB.md).
+    Lab(lab::Args),
     /// Play a fleet of destinations against per-destination selectors of
     /// congestion control (bpftune's and Kleinrock's) and score them.
     Select(select::Args),
@@ -98,6 +102,7 @@ fn main() -> ExitCode {
         Command::Model(a) => model::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Sim(a) => sim::run(a),
+        Command::Lab(a) => lab::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Select(a) => select::run(a),
         Command::Kernel(a) => kernel::run(a),

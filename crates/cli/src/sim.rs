@@ -35,29 +35,41 @@ pub struct Args {
 }
 
 fn jobs(a: &Args) -> Result<Vec<Job>, Failure> {
-    if let Some(s) = plan::twice(&a.seeds) {
+    Ok(runs(&a.scenarios, &a.seeds, a.out.as_deref())?.0)
+}
+
+/// The runs of `scenarios` (each with each of `seeds`, or its own seed),
+/// named for their results' directories, and the file each comes from;
+/// names that would clash under `out` are refused. Shared with `kleinrock
+/// lab`, which runs the same files and writes the same layout.
+pub(crate) fn runs<'a>(
+    scenarios: &'a [PathBuf],
+    seeds: &[u64],
+    out: Option<&Path>,
+) -> Result<(Vec<Job>, Vec<&'a Path>), Failure> {
+    if let Some(s) = plan::twice(seeds) {
         return Err(Failure(format!(
             "--seeds lists {s} twice; give each seed once (the runs would be the same, written to one place)"
         )));
     }
-    let mut out = Vec::new();
+    let mut out_jobs = Vec::new();
     // Which scenario file each run comes from, for a clash of names.
     let mut from: Vec<&Path> = Vec::new();
-    for path in &a.scenarios {
+    for path in scenarios {
         // The whole file is checked, its `[compare]` table too (only
         // `kleinrock compare` reads it): a mistake there is one still.
         let cfg = plan::load_config(path)?;
         let stem = path
             .file_stem()
             .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
-        if a.seeds.is_empty() {
-            out.push(Job { name: stem, cfg });
+        if seeds.is_empty() {
+            out_jobs.push(Job { name: stem, cfg });
             from.push(path);
         } else {
-            for &seed in &a.seeds {
+            for &seed in seeds {
                 let mut c = cfg.clone();
                 c.seed = seed;
-                out.push(Job {
+                out_jobs.push(Job {
                     name: format!("{stem}-seed{seed}"),
                     cfg: c,
                 });
@@ -65,9 +77,9 @@ fn jobs(a: &Args) -> Result<Vec<Job>, Failure> {
             }
         }
     }
-    if let Some(dir) = &a.out {
-        for (i, j) in out.iter().enumerate() {
-            if let Some(k) = out[..i].iter().position(|o| o.name == j.name) {
+    if let Some(dir) = out {
+        for (i, j) in out_jobs.iter().enumerate() {
+            if let Some(k) = out_jobs[..i].iter().position(|o| o.name == j.name) {
                 return Err(Failure(format!(
                     "{} and {} would both write {}; give the scenario files different names, or run them with different --out directories",
                     from[k].display(),
@@ -77,29 +89,34 @@ fn jobs(a: &Args) -> Result<Vec<Job>, Failure> {
             }
         }
     }
-    Ok(out)
+    Ok((out_jobs, from))
 }
 
 /// What the runs write, checked before they start: hook traces, and
-/// `--out`, a directory that is new, empty, or holds only run directories
-/// (each only the files of a run's results).
+/// `--out`.
 fn check_outputs(a: &Args, jobs: &[Job]) -> Result<(), Failure> {
     outputs::check_traces(
         jobs,
         "trace one run at a time (one scenario file, one seed)",
     )?;
     if let Some(out) = &a.out {
-        kleinrock_files::claim_dir(out, &layout::is_run_dir).map_err(|e| {
-            Failure(format!(
-                "cannot write results to {}: {e}; choose a new or empty --out directory",
-                out.display()
-            ))
-        })?;
+        claim_out(out)?;
     }
     Ok(())
 }
 
-fn write(out: &Path, name: &str, r: &Results) -> Result<PathBuf, Failure> {
+/// Checks that `out` can take run directories: new, empty, or holding only
+/// run directories (each only the files of a run's results).
+pub(crate) fn claim_out(out: &Path) -> Result<(), Failure> {
+    kleinrock_files::claim_dir(out, &layout::is_run_dir).map_err(|e| {
+        Failure(format!(
+            "cannot write results to {}: {e}; choose a new or empty --out directory",
+            out.display()
+        ))
+    })
+}
+
+pub(crate) fn write(out: &Path, name: &str, r: &Results) -> Result<PathBuf, Failure> {
     let dir = out.join(name);
     r.write(&dir).map_err(|e| {
         Failure(format!(

@@ -125,6 +125,14 @@ impl Lab {
         [self.sender.name(), self.router.name(), self.receiver.name()]
     }
 
+    /// Runs `ip ARGS` (arguments separated by spaces) inside `node`, one
+    /// of this lab's, its failure one sentence: how a user of the lab
+    /// changes what the lab leaves at the kernel's defaults, such as a
+    /// route's `initcwnd`.
+    pub fn ip(&self, node: &Node, args: &str) -> Result<(), Error> {
+        ip(&self.tools, node, args)
+    }
+
     /// Sets the random loss probability of `direction` (0 turns it off).
     pub fn set_loss(&self, direction: Direction, loss: f64) -> Result<(), Error> {
         check_loss(

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::style::RGBColor;
 
+use crate::engines::{lab_slug, Engines};
 use crate::palette::{colour, hex};
 use crate::plots::{boxes, lines, scatter, Group, Series};
 use crate::run::{data_link, Comparison, Metrics, Run};
@@ -21,47 +22,88 @@ pub fn write_report(
     dir: &Path,
     progress: &mut dyn FnMut(f64),
 ) -> io::Result<PathBuf> {
+    write_report_of(cmp, Engines::Sim, dir, progress)
+}
+
+/// [`write_report`] for the runs of `engines`: with both, the lab's runs
+/// are written beside the simulator's (`runs/RUN_lab/`), listed in
+/// `summary.csv` and `comparison.json` with an `engine`, and the page
+/// gains the section "Simulator against the real kernel".
+pub fn write_report_of(
+    cmp: &Comparison,
+    engines: Engines,
+    dir: &Path,
+    progress: &mut dyn FnMut(f64),
+) -> io::Result<PathBuf> {
     crate::layout::claim_report_dir(dir)?;
     std::fs::create_dir_all(dir.join("runs"))?;
+    let mut sets: Vec<(&Comparison, &Run, String)> =
+        cmp.runs.iter().map(|r| (cmp, r, r.slug())).collect();
+    if let Engines::Both(lab) = engines {
+        sets.extend(lab.runs.iter().map(|r| (lab, r, lab_slug(&r.slug()))));
+    }
     // The page's plots count as much as all the runs' files.
-    let steps = 2 * cmp.runs.len().max(1);
-    for (i, run) in cmp.runs.iter().enumerate() {
-        run.results.write(&dir.join("runs").join(run.slug()))?;
+    let steps = 2 * sets.len().max(1);
+    for (i, (owner, run, slug)) in sets.iter().enumerate() {
+        run.results.write(&dir.join("runs").join(slug))?;
         crate::flent::write(
-            cmp,
+            owner,
             run,
-            &dir.join("runs").join(format!("{}.flent.gz", run.slug())),
+            &dir.join("runs").join(format!("{slug}.flent.gz")),
         )?;
         progress((i + 1) as f64 / steps as f64);
     }
-    write_summary_csv(cmp, &dir.join("summary.csv"))?;
-    write_json(cmp, &dir.join("comparison.json"))?;
-    let page = page(cmp);
+    write_summary_csv(cmp, engines, &dir.join("summary.csv"))?;
+    write_json(cmp, engines, &dir.join("comparison.json"))?;
+    let page = page(cmp, engines);
     let path = dir.join("report.html");
     kleinrock_files::create(&path)?.write_all(page.as_bytes())?;
     progress(1.0);
     Ok(path)
 }
 
-fn write_summary_csv(cmp: &Comparison, path: &Path) -> io::Result<()> {
+/// Every run's metrics, one row each; with the lab, an `engine` column
+/// last (the simulator's own reports keep their columns).
+fn write_summary_csv(cmp: &Comparison, engines: Engines, path: &Path) -> io::Result<()> {
     let mut f = io::BufWriter::new(kleinrock_files::create(path)?);
     write!(f, "algorithm,")?;
     for (k, _) in &cmp.sweeps {
         write!(f, "{k},")?;
     }
-    writeln!(
+    write!(
         f,
         "seed,goodput_bps,rtt_p50_ms,rtt_p95_ms,queue_p95_ms,retransmits,jain,completion_s,run"
     )?;
-    for r in &cmp.runs {
+    writeln!(
+        f,
+        "{}",
+        if engines.label().is_some() {
+            ",engine"
+        } else {
+            ""
+        }
+    )?;
+    let mut rows: Vec<(&Run, String, Option<&str>)> = cmp
+        .runs
+        .iter()
+        .map(|r| (r, r.slug(), engines.label()))
+        .collect();
+    if let Engines::Both(lab) = engines {
+        rows.extend(
+            lab.runs
+                .iter()
+                .map(|r| (r, lab_slug(&r.slug()), Some("lab"))),
+        );
+    }
+    for (r, slug, engine) in rows {
         let m = r.metrics();
         write!(f, "{},", r.spec)?;
         for (_, v) in &r.point {
             write!(f, "{v},")?;
         }
-        writeln!(
+        write!(
             f,
-            "{},{:.0},{:.3},{:.3},{:.3},{},{:.4},{},{}",
+            "{},{:.0},{:.3},{:.3},{:.3},{},{:.4},{},{slug}",
             r.seed,
             m.goodput_bps,
             m.rtt_p50_ms,
@@ -70,8 +112,8 @@ fn write_summary_csv(cmp: &Comparison, path: &Path) -> io::Result<()> {
             m.retransmits,
             m.jain,
             m.completion_s.map_or(String::new(), |c| format!("{c:.3}")),
-            r.slug()
         )?;
+        writeln!(f, "{}", engine.map_or(String::new(), |e| format!(",{e}")))?;
     }
     f.flush()
 }
@@ -92,17 +134,15 @@ struct RunJson<'a> {
     power: f64,
 }
 
-fn write_json(cmp: &Comparison, path: &Path) -> io::Result<()> {
-    let runs: Vec<RunJson> = cmp
-        .runs
-        .iter()
+fn runs_json(runs: &[Run], slug: fn(&Run) -> String) -> Vec<RunJson<'_>> {
+    runs.iter()
         .map(|r| {
             let m = r.metrics();
             RunJson {
                 algorithm: &r.spec,
                 point: &r.point,
                 seed: r.seed,
-                run: r.slug(),
+                run: slug(r),
                 goodput_bps: m.goodput_bps,
                 rtt_p50_ms: m.rtt_p50_ms,
                 rtt_p95_ms: m.rtt_p95_ms,
@@ -113,20 +153,31 @@ fn write_json(cmp: &Comparison, path: &Path) -> io::Result<()> {
                 power: m.power(),
             }
         })
-        .collect();
-    let j = serde_json::json!({
+        .collect()
+}
+
+/// Every run's metrics; with the lab, which engine ran `runs`, and with
+/// both engines the lab's as `lab_runs`.
+fn write_json(cmp: &Comparison, engines: Engines, path: &Path) -> io::Result<()> {
+    let mut j = serde_json::json!({
         "scenario": cmp.scenario_path,
         "algorithms": cmp.specs,
         "sweeps": cmp.sweeps,
         "seeds": cmp.seeds,
-        "runs": runs,
+        "runs": runs_json(&cmp.runs, Run::slug),
     });
+    if let Some(engine) = engines.label() {
+        j["engine"] = serde_json::json!(engine);
+    }
+    if let Engines::Both(lab) = engines {
+        j["lab_runs"] = serde_json::json!(runs_json(&lab.runs, |r| lab_slug(&r.slug())));
+    }
     let mut f = io::BufWriter::new(kleinrock_files::create(path)?);
     serde_json::to_writer_pretty(&mut f, &j).map_err(io::Error::other)?;
     f.flush()
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -539,7 +590,7 @@ fn cdf_points(mut v: Vec<f64>) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn page(cmp: &Comparison) -> String {
+fn page(cmp: &Comparison, engines: Engines) -> String {
     let ctx = Ctx {
         cmp,
         first: cmp.points().into_iter().next().unwrap_or_default(),
@@ -802,6 +853,11 @@ fn page(cmp: &Comparison) -> String {
         cmp.sweeps.iter().map(|(k, v)| format!("; {} in {}", esc(k), esc(&v.join(", ")))).collect::<String>(),
         env!("CARGO_PKG_VERSION")
     );
+    h.push_str(match engines {
+        Engines::Sim => "",
+        Engines::Lab => "<p class=\"meta\">Every run is real Linux TCP in the live lab (<code>--engine lab</code>: network namespaces and an emulated link, docs/LAB.md).</p>",
+        Engines::Both(_) => "<p class=\"meta\">Every run ran in the simulator and in the live lab (<code>--engine both</code>); the verdict, the summary and the plots are the simulator's, and the section <a href=\"#engines\">Simulator against the real kernel</a> sets the two side by side.</p>",
+    });
     h.push_str("<h2>Verdict</h2>");
     h.push_str(&verdict(&ctx));
     h.push_str("<h2>Summary</h2><p>Medians over seeds. RTT is the ping's under load when the scenario has pings, else every RTT sample of every flow.</p>");
@@ -813,6 +869,11 @@ fn page(cmp: &Comparison) -> String {
             "<figure>{svg}<figcaption>{}</figcaption></figure>",
             esc(caption)
         );
+    }
+    if let Engines::Both(lab) = engines {
+        h.push_str("<div id=\"engines\">");
+        h.push_str(&crate::engines::section(cmp, lab));
+        h.push_str("</div>");
     }
     let _ = write!(
         h,

@@ -9,10 +9,13 @@
 //! - [`palette`]: one colour per algorithm, the same in every plot.
 //! - [`plots`]: the plots, drawn with plotters' SVG backend.
 //! - [`html`]: the page, and the files written beside it.
+//! - [`engines`]: the simulator against the real kernel, when the lab ran
+//!   the comparison too.
 //! - [`flent`]: flent's data format (version 4).
 //! - [`layout`]: what a report directory and a run's directory hold, and
 //!   whether an existing one is Kleinrock's to write in.
 
+pub mod engines;
 pub mod flent;
 pub mod html;
 pub mod layout;
@@ -21,5 +24,6 @@ pub mod plan;
 pub mod plots;
 pub mod run;
 
-pub use html::write_report;
+pub use engines::Engines;
+pub use html::{write_report, write_report_of};
 pub use run::{Comparison, Metrics, Run};

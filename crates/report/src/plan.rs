@@ -12,8 +12,9 @@
 
 use std::path::{Path, PathBuf};
 
-use kleinrock_cc::Algorithm;
+use kleinrock_cc::implementation::{self, Implementation};
 use kleinrock_sim::scenario::units::Source;
+use kleinrock_sim::scenario::wording;
 use kleinrock_sim::scenario::{self, ScenarioError};
 use kleinrock_sim::Config;
 use serde::Deserialize;
@@ -36,6 +37,7 @@ struct CompareSection {
     #[serde(default)]
     sweep: Vec<SweepSection>,
     flent_test: Option<S<String>>,
+    engine: Option<S<String>>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -54,6 +56,59 @@ pub struct Compare {
     pub sweeps: Vec<Sweep>,
     /// The flent test whose name and series the `.flent.gz` files carry.
     pub flent_test: Option<String>,
+    /// Which engine runs the comparison (`--engine` overrides it).
+    pub engine: Option<Engine>,
+}
+
+/// Which engine runs a comparison's runs: the simulator, real Linux TCP
+/// in the live lab (crates/live), or both, each algorithm and seed in
+/// each, for the report's "simulator against the real kernel".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    #[default]
+    Sim,
+    Lab,
+    Both,
+}
+
+impl Engine {
+    pub const NAMES: [&'static str; 3] = ["sim", "lab", "both"];
+
+    pub fn parse(s: &str) -> Option<Engine> {
+        match s {
+            "sim" => Some(Engine::Sim),
+            "lab" => Some(Engine::Lab),
+            "both" => Some(Engine::Both),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        Engine::NAMES[self as usize]
+    }
+
+    /// Does this engine run the lab?
+    pub fn lab(self) -> bool {
+        self != Engine::Sim
+    }
+
+    /// Refuses algorithms spelt for the lab (`port:cubic`,
+    /// `kernel:vegas`) when only the simulator runs, which has one
+    /// implementation of each algorithm: the runs would be the same.
+    pub fn check_specs(self, specs: &[String]) -> Result<(), String> {
+        if self.lab() {
+            return Ok(());
+        }
+        let lab_only = specs
+            .iter()
+            .find(|s| Implementation::split(s).0 != Implementation::Auto);
+        match lab_only {
+            Some(s) => Err(format!(
+                "`{s}` chooses which code runs the algorithm in the lab, and the simulator runs crates/cc's own; compare it with --engine lab or both (or `engine` in [compare]), or drop the prefix"
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 /// One swept scenario key and its values.
@@ -280,7 +335,9 @@ impl Scenario {
     /// The configuration at one point of the grid, with every flow
     /// running `spec`.
     fn at(&self, point: &[(String, toml::Value)], spec: &str) -> Result<Config, ScenarioError> {
-        let cc = toml::Value::String(spec.to_string());
+        // `port:cubic` runs cubic; the prefix is which code runs it in
+        // the lab, which the run's label keeps.
+        let cc = toml::Value::String(Implementation::split(spec).1.to_string());
         let mut overrides: Vec<(&str, &toml::Value)> =
             point.iter().map(|(k, v)| (k.as_str(), v)).collect();
         overrides.push(("cc", &cc));
@@ -430,9 +487,8 @@ fn check_runs(
 fn canonical(path: &Path, specs: &[String]) -> Result<Vec<String>, ScenarioError> {
     let mut canonical: Vec<String> = Vec::new();
     for spec in specs {
-        match spec.parse::<Algorithm>() {
-            Ok(a) => {
-                let c = a.spec();
+        match implementation::canonical(spec) {
+            Ok((_, _, c)) => {
                 if let Some(i) = canonical.iter().position(|x| *x == c) {
                     let same = if specs[i] == *spec {
                         String::new()
@@ -596,10 +652,30 @@ fn set_path(table: &mut toml::Table, path: &str, value: &toml::Value) -> Result<
 fn compare_table(src: &Source, c: &CompareSection) -> Result<Compare, ScenarioError> {
     let mut cc = Vec::new();
     for spec in c.cc.iter().flatten() {
-        if let Err(e) = spec.get_ref().parse::<Algorithm>() {
+        if let Err(e) = implementation::canonical(spec.get_ref()) {
             return src.err(spec.span(), format!("`cc` in [compare]: {e}"));
         }
         cc.push(spec.get_ref().clone());
+    }
+    let engine = match &c.engine {
+        None => None,
+        Some(e) => match Engine::parse(e.get_ref()) {
+            Some(engine) => Some(engine),
+            None => {
+                return src.err(
+                    e.span(),
+                    format!(
+                        "`engine` in [compare] = {} is not an engine; write \"sim\" (the simulator), \"lab\" (real Linux TCP in the live lab) or \"both\"",
+                        wording::quoted(e.get_ref())
+                    ),
+                )
+            }
+        },
+    };
+    if let (Some(engine), Some(spec)) = (engine, c.cc.iter().flatten().next()) {
+        if let Err(why) = engine.check_specs(&cc) {
+            return src.err(spec.span(), format!("`cc` in [compare]: {why}"));
+        }
     }
     let mut seeds = Vec::new();
     for s in c.seeds.iter().flatten() {
@@ -623,6 +699,7 @@ fn compare_table(src: &Source, c: &CompareSection) -> Result<Compare, ScenarioEr
         seeds,
         sweeps,
         flent_test: c.flent_test.as_ref().map(|t| t.get_ref().clone()),
+        engine,
     })
 }
 
@@ -911,5 +988,46 @@ rtt = "40ms"
             .unwrap(),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn the_engine_key_and_the_labs_spellings_of_an_algorithm() {
+        let with = |table: &str| scenario(&format!("{BASE}[compare]\n{table}"));
+        let s =
+            with("cc = [\"cubic\", \"port:cubic\", \"kernel:reno\"]\nengine = \"both\"\n").unwrap();
+        assert_eq!(s.compare.engine, Some(Engine::Both));
+        // The label keeps a prefix only where it changes what the lab
+        // runs; the flows run the algorithm itself.
+        let plan = s.plan(&s.compare.cc, &[], &[1]).unwrap();
+        let specs: Vec<&str> = plan.runs.iter().map(|r| r.spec.as_str()).collect();
+        assert_eq!(specs, ["cubic", "port:cubic", "reno"]);
+        assert!(plan.runs[1]
+            .config
+            .flows
+            .iter()
+            .all(|f| f.cc.spec() == "cubic"));
+        let e = planned(&s, &["cubic", "kernel:cubic"], &[], &[1]).unwrap_err();
+        assert!(
+            e.contains(
+                "`cubic` is compared twice (`cubic` and `kernel:cubic` are the same algorithm)"
+            ),
+            "{e}"
+        );
+        let e = with("engine = \"kernel\"\n").unwrap_err().0;
+        assert!(
+            e.contains("`engine` in [compare] = \"kernel\" is not an engine; write \"sim\""),
+            "{e}"
+        );
+        let e = with("cc = [\"port:cdg\", \"port:cubic\"]\nengine = \"sim\"\n")
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains(
+                "`cc` in [compare]: `port:cdg` chooses which code runs the algorithm in the lab"
+            ),
+            "{e}"
+        );
+        assert_eq!(Engine::Sim.check_specs(&["cubic".into()]), Ok(()));
+        assert_eq!(Engine::Lab.check_specs(&["port:cubic".into()]), Ok(()));
     }
 }
