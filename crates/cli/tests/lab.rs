@@ -2,7 +2,8 @@
 //! needed), and as root the results' layout, a comparison in both engines,
 //! and what a stopped or killed run leaves behind: nothing after SIGINT,
 //! and nothing once the next run has swept a kill -9's namespaces and
-//! ports. The root tests say "skipped" and pass otherwise; run them with
+//! ports. The root tests skip through kleinrock-testkit without root (a failure
+//! where KLEINROCK_REQUIRE asks for root); run them with
 //! the live-test lock held (`flock /tmp/kleinrock-live-tests.lock cargo
 //! test -p kleinrock --test lab`).
 
@@ -20,12 +21,7 @@ use common::{kleinrock, scenarios, text, tmpdir};
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipped: the lab needs root");
-    }
-    root
+    kleinrock_testkit::require(kleinrock_testkit::root())
 }
 
 /// A scenario file in `dir` running `cc` for `duration`, at the running
@@ -129,10 +125,13 @@ fn without_root_the_lab_says_what_is_missing() {
     } else {
         Command::new(env!("CARGO_BIN_EXE_kleinrock"))
     };
-    let Ok(o) = c.args(["lab", s.to_str().unwrap(), "--quiet"]).output() else {
-        eprintln!("skipped: setpriv is not installed");
+    if root && !kleinrock_testkit::require(kleinrock_testkit::installed("setpriv", "util-linux")) {
         return;
-    };
+    }
+    let o = c
+        .args(["lab", s.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(

@@ -1,8 +1,9 @@
 //! The lab as Kleinrock's second engine, end to end: scenarios run on real
 //! Linux TCP, each feature of the format the runner honours checked in
-//! the simulator's results it returns. As root only: each test says
-//! "skipped" and passes otherwise. Run them with the live-test lock held
-//! (`flock /tmp/kleinrock-live-tests.lock cargo test -p kleinrock-live`),
+//! the simulator's results it returns. As root only: without root each test
+//! skips through kleinrock-testkit (a failure where KLEINROCK_REQUIRE asks
+//! for root, as scripts/test.sh does when run as root). Run them with the
+//! live-test lock held (`flock /tmp/kleinrock-live-tests.lock cargo test -p kleinrock-live`),
 //! so that no other lab shares the machine's cores.
 //!
 //! Each test separates what must hold on any host (invariants: nothing
@@ -21,12 +22,7 @@ use kleinrock_live::{Implementation, Plan, Results};
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipped: the lab needs root");
-    }
-    root
+    kleinrock_testkit::require(kleinrock_testkit::root())
 }
 
 /// The scenario `top` (its top-level keys), then `[tcp]` with `hz` at the
@@ -48,6 +44,7 @@ fn run(top: &str, text: &str, how: Implementation) -> (Results, bool) {
         stolen * 100.0,
         if quiet { "checked" } else { "not checked" }
     );
+    kleinrock_testkit::timing("a live scenario's rates and RTTs", quiet);
     (r, quiet)
 }
 
@@ -215,8 +212,12 @@ fn a_port_chosen_by_spec_is_registered_for_the_run_only() {
     if !root() {
         return;
     }
-    if !kleinrock_kernel::CAN_LOAD {
-        eprintln!("skipped: this build carries no BPF programs (test with --features bpf, or the whole workspace)");
+    if !kleinrock_testkit::require((!kleinrock_kernel::CAN_LOAD).then(|| {
+        kleinrock_testkit::Missing::new(
+            "bpf",
+            "this build carries no BPF programs (test with --features bpf, or the whole workspace)",
+        )
+    })) {
         return;
     }
     let prefix = format!("klab{}_", base36(std::process::id()));
