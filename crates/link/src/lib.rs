@@ -17,6 +17,7 @@
 //!
 //! | module | what |
 //! | --- | --- |
+//! | [`config`] | one direction of a bottleneck as both engines take it (rate or trace, queue, loss, delay, jitter), and the counters a link keeps |
 //! | [`time`] | nanoseconds, and a packet's serialization time at a rate |
 //! | [`packet`] | what a queue reads of a packet and may do to it (size, ECN, enqueue time, flow) |
 //! | [`queue`] | tail-drop FIFO sized in packets or bytes, with DCTCP's step ECN marking at K; the [`queue::Verdict`] every discipline gives |
@@ -36,6 +37,7 @@
 //! needs no more than `alloc`.
 
 pub mod codel;
+pub mod config;
 pub mod fq_codel;
 pub mod jitter;
 pub mod loss;

@@ -21,14 +21,7 @@ use kleinrock_link::ring::Ring;
 use crate::packet::Packet;
 use crate::time::{serialization, Time};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LinkStats {
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    pub queue_drops: u64,
-    pub loss_drops: u64,
-    pub marks: u64,
-}
+pub use kleinrock_link::config::LinkStats;
 
 /// The queue discipline at a link's head.
 #[derive(Clone, Debug)]
