@@ -37,12 +37,15 @@
 use std::fmt;
 
 mod awake;
+mod bottleneck;
+mod classify;
 mod config;
 mod delay;
 mod ecn;
 mod filter;
 mod lab;
 mod lane;
+mod lateness;
 mod netns;
 mod shaper;
 mod steal;
@@ -50,12 +53,22 @@ mod sweep;
 mod tcp_info;
 mod tools;
 
-pub use config::{Bottleneck, Direction, LabConfig, Link, Queue};
-pub use delay::DelayStats;
+pub use classify::{FlowPath, Proto};
+// The description of a bottleneck the delay line takes, and what it names:
+// the simulator's, from `kleinrock-link`.
+pub use config::{Direction, LabConfig, Link, Queue};
+pub use delay::{DelayStats, QueueSample};
+pub use kleinrock_link::codel::CodelParams;
+pub use kleinrock_link::config::{LinkConfig, LinkStats, QueueConfig};
+pub use kleinrock_link::loss::LossModel;
+pub use kleinrock_link::mahimahi::Trace;
+pub use kleinrock_link::queue::Limit;
+pub use kleinrock_link::red::RedParams;
 pub use lab::{
     Lab, RECEIVER_ADDR, RECEIVER_IF, ROUTER_RECEIVER_SIDE_ADDR, ROUTER_RECEIVER_SIDE_IF,
     ROUTER_SENDER_SIDE_ADDR, ROUTER_SENDER_SIDE_IF, SENDER_ADDR, SENDER_IF,
 };
+pub use lateness::Lateness;
 pub use netns::Node;
 pub use steal::{StealMeter, QUIET_STEAL};
 pub use sweep::sweep;

@@ -17,8 +17,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use kleinrock_lab::{
-    Bottleneck, Direction, ErrorKind, Lab, LabConfig, Link, Node, Queue, StealMeter, TcpInfo,
-    QUIET_STEAL, RECEIVER_ADDR,
+    Direction, ErrorKind, Lab, LabConfig, Limit, Link, LinkConfig, Node, Queue, QueueConfig,
+    StealMeter, TcpInfo, QUIET_STEAL, RECEIVER_ADDR,
 };
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -450,11 +450,13 @@ fn the_delay_lines_bottleneck_marks_ect_packets_and_tcp_sees_ece() {
     let _serial = serial();
     let forward = Link {
         delay: Duration::from_millis(5),
-        bottleneck: Some(Bottleneck {
-            rate_bps: 10_000_000,
-            limit: 100,
-            ecn_threshold: Some(10),
-        }),
+        bottleneck: Some(LinkConfig::new(
+            10_000_000,
+            QueueConfig::Fifo {
+                limit: Limit::Packets(100),
+                mark_at: Some(10),
+            },
+        )),
         ..Link::default()
     };
     let reverse = Link {
@@ -489,8 +491,8 @@ fn the_delay_lines_bottleneck_marks_ect_packets_and_tcp_sees_ece() {
     // are asserted on a quiet host, and their echo whenever there were any.
     assert!(!quiet || marked > 0, "{marks:?}");
     assert!(marked == 0 || t.sender.delivered_ce > 0, "{:?}", t.sender);
-    // The bottleneck's own rate, as tbf would count it.
-    let expected = 10e6 * PAYLOAD_PER_FRAME;
+    // The bottleneck's own rate, counting IP packets as the simulator does.
+    let expected = 10e6 * 1448.0 / 1500.0;
     assert!(goodput < 1.1 * expected, "{goodput}");
     assert!(
         !quiet || (goodput - expected).abs() < 0.1 * expected,
