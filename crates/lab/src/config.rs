@@ -53,6 +53,12 @@ pub struct LabConfig {
     /// Seeds the delay line's random draws (loss, RED, jitter), one
     /// generator per direction.
     pub seed: u64,
+    /// Let the router merge consecutive segments of a flow (GRO) as it
+    /// forwards what the delay line releases, as a NIC with GRO would:
+    /// faster (docs/PERFORMANCE.md), but the receiver then sees merged
+    /// packets and acknowledges per merged packet, not every second
+    /// segment as the simulator's does. False by default.
+    pub gro: bool,
     /// Keep every CPU busy at nice 19 while the lab exists, so that no
     /// vCPU halts and waits for the hypervisor to wake it (on a loaded
     /// host, milliseconds of timer and packet latency). True by default;
@@ -67,6 +73,7 @@ impl Default for LabConfig {
             reverse: Link::default(),
             flows: Vec::new(),
             seed: 1,
+            gro: false,
             keep_cpus_awake: true,
         }
     }

@@ -1,35 +1,34 @@
 //! The delay line: a userspace forwarder that holds each packet crossing
-//! the router for the configured one-way delay, and can be a rate-limited
-//! FIFO that marks ECN as DCTCP's switches do (`kleinrock-link`'s FIFO,
-//! the simulator's; see `lane.rs`).
+//! the router for its one-way delay, after the simulator's bottleneck when
+//! the link has one (the lanes, `lane.rs`, run `kleinrock-link`'s queues,
+//! loss and jitter on the packets).
 //!
-//! The router has one TUN device per direction (`dly-fwd`, `dly-rev`).
-//! Policy routing sends every packet that arrives on a veth into that
-//! direction's TUN (`ip rule add iif rtr-snd lookup 100`, table 100 a
+//! The router has one TUN device per direction (`dly-fwd`, `dly-rev`,
+//! `tun.rs`). Policy routing sends every packet that arrives on a veth into
+//! that direction's TUN (`ip rule add iif rtr-snd lookup 100`, table 100 a
 //! default route via `dly-fwd`); this thread reads it, keeps it in the
 //! direction's [`Lane`] until its release time, and writes it back into the
 //! same TUN, where the kernel receives it as if it had arrived on that
 //! device and forwards it by the main table to the other veth. Only IP
-//! packets are carried (TUN in `IFF_TUN | IFF_NO_PI` mode), at most the
-//! TUN's 1500-byte MTU each: the kernel segments GSO packets before it
-//! hands them to a device without offloads.
+//! packets are carried, at most the TUN's 1500-byte MTU each: the kernel
+//! segments GSO packets before it hands them to a device without offloads.
 //!
 //! One thread serves both directions. It sleeps in poll(2) on both TUNs, a
-//! stop eventfd and a timerfd armed at the earliest release, an absolute
-//! CLOCK_MONOTONIC deadline: a poll timeout would be relative, in whole
-//! milliseconds, and padded by the kernel's timer slack (50 µs, or 0.1% to
-//! 0.5% of the timeout), while a timerfd's hrtimer fires when it is due.
-//! Packets live in slots allocated when the lab starts; nothing is
-//! allocated per packet.
+//! stop eventfd, a sample eventfd and a timerfd armed at the lanes' next
+//! deadline (a release, or a departure from a bottleneck that cannot wait
+//! longer), an absolute CLOCK_MONOTONIC deadline: a poll timeout would be
+//! relative, in whole milliseconds, and padded by the kernel's timer slack
+//! (50 µs, or 0.1% to 0.5% of the timeout), while a timerfd's hrtimer fires
+//! when it is due. Packets live in slots allocated when the lab starts;
+//! nothing is allocated per packet.
 //!
 //! The thread runs in the calling process, not as a helper binary: there
 //! is nothing to find on disk, delay changes and counters are plain
 //! atomics, and the forwarder cannot outlive the process that owns the lab
 //! (when the process dies its TUN descriptors close, the devices vanish,
-//! and traffic through the orphaned router stops). The TUNs are created
-//! by a short-lived thread inside the router namespace (a TUN belongs to
-//! the namespace of whoever creates it); the descriptors keep working from
-//! this thread, which stays in the host namespace.
+//! and traffic through the orphaned router stops). The descriptors, made
+//! inside the router's namespace, keep working from this thread, which
+//! stays in the host's.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -44,10 +43,8 @@ use crate::classify::Classifier;
 use crate::config::{LabConfig, DELAY_LINE_SLOTS};
 use crate::lane::{Lane, SLOT};
 use crate::lateness::{Lateness, Recorder};
+use crate::tun::TUNS;
 use crate::Error;
-
-/// The TUN devices, forward (sender to receiver) then reverse.
-pub(crate) const TUNS: [&str; 2] = ["dly-fwd", "dly-rev"];
 
 /// Packets read from one TUN before the thread looks at the other and at
 /// its releases, so that a flood one way cannot stall the other.
@@ -348,40 +345,6 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Creates TUN device `name` in the calling thread's network namespace and
-/// returns its descriptor (non-blocking, close-on-exec).
-pub(crate) fn open_tun(name: &str) -> io::Result<OwnedFd> {
-    // SAFETY: a NUL-terminated constant path.
-    let raw = unsafe {
-        libc::open(
-            c"/dev/net/tun".as_ptr(),
-            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        )
-    };
-    if raw < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    // SAFETY: ifreq is plain old data; all zeroes is a valid value.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    if name.len() >= ifr.ifr_name.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "interface name too long",
-        ));
-    }
-    for (dst, src) in ifr.ifr_name.iter_mut().zip(name.bytes()) {
-        *dst = src as libc::c_char;
-    }
-    ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
-    // SAFETY: TUNSETIFF reads and writes the ifreq we pass.
-    if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut ifr) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(fd)
-}
-
 /// SCHED_FIFO at the lowest real-time priority: above every ordinary
 /// thread of the machine, so that a build or a benchmark running beside
 /// the lab does not hold a release back for a scheduler slice (with two
@@ -391,10 +354,16 @@ pub(crate) fn open_tun(name: &str) -> io::Result<OwnedFd> {
 /// forwarding gains too. The thread sleeps whenever nothing is due, and
 /// the kernel's real-time throttling keeps 5% of each second for others.
 /// Best effort: without CAP_SYS_NICE the thread stays at normal priority.
-fn raise_priority() {
+pub(crate) fn raise_priority() {
+    set_fifo(0);
+}
+
+/// Puts thread `tid` (0: the calling thread) at SCHED_FIFO priority 1, if
+/// this process may.
+pub(crate) fn set_fifo(tid: libc::pid_t) {
     let param = libc::sched_param { sched_priority: 1 };
-    // SAFETY: applies to the calling thread; reads the param we pass.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    // SAFETY: reads the param we pass; a bad tid is an error, not UB.
+    unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &param) };
 }
 
 /// The descriptors the thread waits on.

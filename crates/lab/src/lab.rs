@@ -20,11 +20,12 @@ use std::time::Duration;
 
 use crate::awake::Awake;
 use crate::config::{check_loss, Direction, LabConfig, MAX_DELAY, MTU};
-use crate::delay::{self, DelayLine, DelayStats, QueueSample, TUNS};
+use crate::delay::{DelayLine, DelayStats, QueueSample};
 use crate::filter::{self, Drops};
 use crate::lateness::Lateness;
 use crate::netns::Node;
 use crate::tools::{self, Tools};
+use crate::tun::{self, TUNS};
 use crate::{shaper, sweep, Error};
 
 pub const SENDER_ADDR: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
@@ -297,7 +298,7 @@ fn wire(tools: &Tools, sender: &Node, router: &Node, receiver: &Node) -> Result<
 /// Creates the TUNs inside the router, starts the delay line on them, and
 /// routes what arrives on each veth into its direction's TUN.
 fn start_delay_line(tools: &Tools, router: &Node, config: &LabConfig) -> Result<DelayLine, Error> {
-    let [fwd, rev] = router.run(|| TUNS.map(delay::open_tun))?;
+    let [fwd, rev] = router.run(|| TUNS.map(tun::open))?;
     let tun_error = |lane: usize, e: std::io::Error| {
         Error::failed(format!(
             "cannot create TUN device {} in {}: {e}",
@@ -332,5 +333,6 @@ fn start_delay_line(tools: &Tools, router: &Node, config: &LabConfig) -> Result<
             &format!("rule add iif {from} lookup {table} pref {table}"),
         )?;
     }
+    tun::tune(tools, router, config.gro)?;
     Ok(delay)
 }

@@ -52,6 +52,7 @@ mod steal;
 mod sweep;
 mod tcp_info;
 mod tools;
+mod tun;
 
 pub use classify::{FlowPath, Proto};
 // The description of a bottleneck the delay line takes, and what it names:
