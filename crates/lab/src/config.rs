@@ -120,12 +120,74 @@ pub struct Link {
 }
 
 impl Link {
-    /// A direction whose bottleneck is `link`, run by the delay line.
+    /// A direction whose bottleneck is `link`, run by the delay line: the
+    /// simulator's link, the lab's default (docs/LAB.md says why).
     pub fn emulating(link: LinkConfig) -> Link {
         Link {
             bottleneck: Some(link),
             ..Link::default()
         }
+    }
+
+    /// A direction whose bottleneck is the kernel's own tbf, standing for
+    /// `link` as closely as tbf can: its rate (raised by 1514/1500, since
+    /// tbf counts frames and `link` IP packets: the same rate for
+    /// full-size packets), its FIFO's limit (pfifo or tbf's byte limit,
+    /// likewise raised), Bernoulli loss by iptables (as packets enter the
+    /// router, before the queue, where the simulator drops after it), and
+    /// its delay in the delay line (before the queue: the same total).
+    /// What tbf cannot do is refused in one sentence: a trace, an AQM, ECN
+    /// marking, bursty loss, jitter (which after tbf's queue would have to
+    /// be in front of it, where a FIFO absorbs it).
+    pub fn tbf(link: &LinkConfig) -> Result<Link, Error> {
+        let refuse = |what: &str| {
+            Err(Error::invalid(format!(
+                "tbf cannot {what}; run this link in the delay line (Link::emulating)"
+            )))
+        };
+        if link.trace.is_some() {
+            return refuse("follow a mahimahi trace");
+        }
+        if link.jitter > 0 {
+            return refuse("add jitter after its queue (give a jitter of 0 for tbf)");
+        }
+        let frames = |bytes: u64| {
+            bytes
+                .saturating_mul(u64::from(FRAME))
+                .div_ceil(u64::from(MTU))
+        };
+        let queue = match link.queue {
+            QueueConfig::Fifo {
+                mark_at: Some(_), ..
+            } => return refuse("mark ECN (this kernel has no marking qdisc)"),
+            QueueConfig::Fifo {
+                limit: Limit::Packets(n),
+                ..
+            } => Queue::Packets(n),
+            QueueConfig::Fifo {
+                limit: Limit::Bytes(b),
+                ..
+            } => match u32::try_from(frames(b)) {
+                Ok(b) => Queue::Bytes(b),
+                Err(_) => return refuse("hold more than 4 GB (tbf's limit is 32 bits)"),
+            },
+            _ => return refuse(&format!("run a {} queue", link.queue.kind())),
+        };
+        let loss = match link.loss {
+            LossModel::None => 0.0,
+            LossModel::Bernoulli { ppm } => f64::from(ppm) / 1e6,
+            _ => return refuse("drop in bursts or by index (iptables' loss is Bernoulli)"),
+        };
+        if link.rate_bps == 0 {
+            return refuse("carry a rate of 0 bit/s");
+        }
+        Ok(Link {
+            delay: Duration::from_nanos(link.delay),
+            rate_bps: Some(frames(link.rate_bps)),
+            queue,
+            loss,
+            bottleneck: None,
+        })
     }
 }
 
@@ -453,6 +515,46 @@ mod tests {
         LabConfig::symmetric(Link::emulating(fifo(100, Some(10))))
             .validate()
             .unwrap();
+    }
+
+    #[test]
+    fn tbf_stands_for_a_fifo_link_and_refuses_the_rest() {
+        let mut link = LinkConfig::new(
+            15_000_000,
+            QueueConfig::Fifo {
+                limit: Limit::Packets(84),
+                mark_at: None,
+            },
+        );
+        link.delay = 20_000_000;
+        link.loss = LossModel::Bernoulli { ppm: 10_000 };
+        assert_eq!(
+            Link::tbf(&link).unwrap(),
+            Link {
+                delay: Duration::from_millis(20),
+                rate_bps: Some(15_140_000),
+                queue: Queue::Packets(84),
+                loss: 0.01,
+                bottleneck: None,
+            }
+        );
+        link.queue = QueueConfig::Fifo {
+            limit: Limit::Bytes(150_000),
+            mark_at: None,
+        };
+        assert_eq!(Link::tbf(&link).unwrap().queue, Queue::Bytes(151_400));
+        link.jitter = 1;
+        assert_eq!(
+            Link::tbf(&link).unwrap_err().to_string(),
+            "tbf cannot add jitter after its queue (give a jitter of 0 for tbf); run this link \
+             in the delay line (Link::emulating)"
+        );
+        link.jitter = 0;
+        link.queue = QueueConfig::Codel(Default::default());
+        assert!(Link::tbf(&link)
+            .unwrap_err()
+            .to_string()
+            .starts_with("tbf cannot run a codel queue"));
     }
 
     #[test]

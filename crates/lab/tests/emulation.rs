@@ -122,22 +122,27 @@ fn connect(lab: &Lab, port: u16) -> (TcpStream, TcpStream) {
 
 /// What a bulk transfer saw.
 struct Transfer {
-    /// (time since the first byte, bytes received by then), per read.
-    progress: Vec<(Duration, u64)>,
+    /// (time since the first write, bytes the receiver's TCP had
+    /// acknowledged), every 20 ms while the sender wrote: the sender's
+    /// view, which the receiving program's scheduling does not blur (a
+    /// reader held off the CPU and then catching up would make a rate
+    /// read from its progress exceed the link's).
+    acked: Vec<(Duration, u64)>,
+    received: u64,
     sent: u64,
     sender: TcpInfo,
 }
 
 impl Transfer {
-    /// Goodput in bit/s between `from` and the last byte.
+    /// Goodput in bit/s from `from` to the end of the writes.
     fn goodput_after(&self, from: Duration) -> f64 {
-        let start = self.progress.iter().find(|(t, _)| *t >= from).unwrap();
-        let end = self.progress.last().unwrap();
+        let start = self.acked.iter().find(|(t, _)| *t >= from).unwrap();
+        let end = self.acked.last().unwrap();
         (end.1 - start.1) as f64 * 8.0 / (end.0 - start.0).as_secs_f64()
     }
 
     fn received(&self) -> u64 {
-        self.progress.last().map_or(0, |p| p.1)
+        self.received
     }
 }
 
@@ -153,22 +158,21 @@ fn bulk<T: Send>(
     let (mut tx, mut rx) = connect(lab, port);
     let reader = std::thread::spawn(move || {
         let mut buf = vec![0u8; 1 << 16];
-        let (mut total, mut progress, mut first) = (0u64, Vec::new(), None);
+        let mut total = 0u64;
         loop {
             let n = rx.read(&mut buf).unwrap();
             if n == 0 {
-                return progress;
+                return total;
             }
-            let first = *first.get_or_insert_with(Instant::now);
             total += n as u64;
-            progress.push((first.elapsed(), total));
         }
     });
     let probe = tx.try_clone().unwrap();
-    let (sent, extra) = std::thread::scope(|s| {
+    let start = Instant::now();
+    let (sent, acked, extra) = std::thread::scope(|s| {
         let writer = s.spawn(move || {
             let chunk = vec![0x5au8; 1 << 14];
-            let (start, mut sent) = (Instant::now(), 0u64);
+            let mut sent = 0u64;
             while start.elapsed().as_secs_f64() < seconds {
                 tx.write_all(&chunk).unwrap();
                 sent += chunk.len() as u64;
@@ -176,12 +180,22 @@ fn bulk<T: Send>(
             tx.shutdown(Shutdown::Write).unwrap();
             sent
         });
+        let sampler = s.spawn(|| {
+            let mut acked = Vec::new();
+            while start.elapsed().as_secs_f64() < seconds {
+                let info = TcpInfo::of(&probe).unwrap();
+                acked.push((start.elapsed(), info.bytes_acked));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            acked
+        });
         let extra = during(&probe);
-        (writer.join().unwrap(), extra)
+        (writer.join().unwrap(), sampler.join().unwrap(), extra)
     });
-    let progress = reader.join().unwrap();
+    let received = reader.join().unwrap();
     let transfer = Transfer {
-        progress,
+        acked,
+        received,
         sent,
         sender: TcpInfo::of(&probe).unwrap(),
     };
