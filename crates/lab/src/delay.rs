@@ -383,7 +383,6 @@ fn forward(fds: &Fds, mut lanes: [Lane; 2], shared: &Shared) -> Result<(), Strin
     let timer =
         Timer::new().map_err(|e| format!("the delay line cannot create its timerfd: {e}"))?;
     let mut scratch = vec![0u8; SLOT];
-    let mut woken = Woken::default();
     loop {
         let mut backlog = false;
         for (lane, (queue, tun)) in lanes.iter_mut().zip(&fds.tuns).enumerate() {
@@ -394,12 +393,15 @@ fn forward(fds: &Fds, mut lanes: [Lane; 2], shared: &Shared) -> Result<(), Strin
                 .map_err(|e| format!("the delay line cannot read {}: {e}", TUNS[lane]))?;
             counters.publish(queue.stats());
         }
-        if woken.poke {
-            read_eventfd(fds.poke);
+        // Asked for a sample: looked at on every pass, not only when the
+        // eventfd woke the thread, which a busy delay line never sleeps
+        // long enough for.
+        if shared.samples_asked.load(Ordering::Acquire)
+            > shared.samples_taken.load(Ordering::Relaxed)
+        {
             take_sample(&mut lanes, shared);
         }
         if backlog {
-            woken = Woken::default();
             continue;
         }
         let next = lanes
@@ -409,7 +411,6 @@ fn forward(fds: &Fds, mut lanes: [Lane; 2], shared: &Shared) -> Result<(), Strin
             .min();
         // Due already (a short delay, or time spent reading): no sleep.
         if next.is_some_and(|at| at <= now()) {
-            woken = Woken::default();
             continue;
         }
         // With nothing to wait for, a timer left armed at an old deadline
@@ -421,8 +422,7 @@ fn forward(fds: &Fds, mut lanes: [Lane; 2], shared: &Shared) -> Result<(), Strin
                 .arm(at)
                 .map_err(|e| format!("the delay line cannot arm its timerfd: {e}"))?;
         }
-        woken = wait(fds, &timer).map_err(|e| format!("the delay line cannot wait: {e}"))?;
-        if woken.stop {
+        if wait(fds, &timer).map_err(|e| format!("the delay line cannot wait: {e}"))? {
             return Ok(());
         }
     }
@@ -496,16 +496,9 @@ fn read_arrivals(
     Ok(true)
 }
 
-/// What ended a [`wait`].
-#[derive(Default)]
-struct Woken {
-    stop: bool,
-    poke: bool,
-}
-
 /// Sleeps until a TUN is readable, the timer fires, or an eventfd is
-/// written.
-fn wait(fds: &Fds, timer: &Timer) -> io::Result<Woken> {
+/// written; true if it was the stop eventfd.
+fn wait(fds: &Fds, timer: &Timer) -> io::Result<bool> {
     let mut pollfds = [
         fds.tuns[0].as_raw_fd(),
         fds.tuns[1].as_raw_fd(),
@@ -523,7 +516,7 @@ fn wait(fds: &Fds, timer: &Timer) -> io::Result<Woken> {
     if rc < 0 {
         let e = io::Error::last_os_error();
         return if e.kind() == io::ErrorKind::Interrupted {
-            Ok(Woken::default())
+            Ok(false)
         } else {
             Err(e)
         };
@@ -531,10 +524,11 @@ fn wait(fds: &Fds, timer: &Timer) -> io::Result<Woken> {
     if pollfds[3].revents != 0 {
         timer.clear();
     }
-    Ok(Woken {
-        stop: pollfds[2].revents != 0,
-        poke: pollfds[4].revents != 0,
-    })
+    // The sample itself is taken when the loop sees it was asked for.
+    if pollfds[4].revents != 0 {
+        read_eventfd(fds.poke);
+    }
+    Ok(pollfds[2].revents != 0)
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock release times are on, and
