@@ -14,7 +14,10 @@
 //! - `delay line`: through the delay line, no bottleneck, no delay;
 //! - `delay line, GRO`: the same with `LabConfig::gro`;
 //! - `1 Gbit/s bottleneck`: the simulator's FIFO at 1 Gbit/s (a BDP of 834
-//!   packets) and 5 ms each way.
+//!   packets) and 5 ms each way;
+//! - `720 Mbit/s trace`: a mahimahi trace of 60 delivery opportunities
+//!   every millisecond (mahimahi's own link carries about 300 Mbit/s of a
+//!   720 Mbit/s trace, issue 18 says), the same queue and delays.
 //!
 //! The endpoints' TCP buffers are raised to 32 MB (`tcp_wmem`,
 //! `tcp_rmem`; Linux's 4 MB send buffer holds less than a bottleneck's
@@ -30,7 +33,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use kleinrock_lab::{
-    Direction, Lab, LabConfig, Limit, Link, LinkConfig, QueueConfig, StealMeter, TcpInfo,
+    Direction, Lab, LabConfig, Limit, Link, LinkConfig, QueueConfig, StealMeter, TcpInfo, Trace,
     RECEIVER_ADDR,
 };
 
@@ -47,22 +50,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         gro: true,
         ..LabConfig::default()
     })?;
-    let gigabit = Lab::new(&LabConfig::symmetric(Link {
-        delay: Duration::from_millis(5),
-        bottleneck: Some(LinkConfig::new(
-            1_000_000_000,
-            QueueConfig::Fifo {
-                limit: Limit::Packets(834),
-                mark_at: None,
-            },
-        )),
-        ..Link::default()
-    }))?;
+    let fifo = LinkConfig::new(
+        1_000_000_000,
+        QueueConfig::Fifo {
+            limit: Limit::Packets(834),
+            mark_at: None,
+        },
+    );
+    let bottleneck = |link: &LinkConfig| {
+        Lab::new(&LabConfig::symmetric(Link {
+            delay: Duration::from_millis(5),
+            bottleneck: Some(link.clone()),
+            ..Link::default()
+        }))
+    };
+    let gigabit = bottleneck(&fifo)?;
+    let mut traced = fifo.clone();
+    traced.trace = Some(Trace::parse(&"1\n".repeat(60), "720 Mbit/s")?);
+    let trace = bottleneck(&traced)?;
     println!(
         "| run | path | goodput Mbit/s | lateness p50 | p99 | p99.9 | worst | packets | stolen |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    for lab in [&plain, &gro, &gigabit] {
+    for lab in [&plain, &gro, &gigabit, &trace] {
         for (node, key) in [
             (lab.sender(), "net.ipv4.tcp_wmem"),
             (lab.receiver(), "net.ipv4.tcp_rmem"),
@@ -80,8 +90,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "1 Gbit/s bottleneck",
             &measure(&gigabit, seconds, false)?,
         );
+        print_row(run, "720 Mbit/s trace", &measure(&trace, seconds, false)?);
     }
-    for lab in [&plain, &gro, &gigabit] {
+    for lab in [&plain, &gro, &gigabit, &trace] {
         lab.check()?;
     }
     Ok(())
