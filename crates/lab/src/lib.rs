@@ -3,9 +3,12 @@
 //!
 //! A [`Lab`] is three network namespaces, a sender, a router and a
 //! receiver, joined by veth pairs. The router carries the link: per
-//! direction a rate (tc tbf), a one-way propagation delay (a userspace
-//! delay line over TUN devices, which can also be a rate-limited FIFO with
-//! DCTCP-style ECN marking: `kleinrock-link`'s, the simulator's), random loss and a blackhole switch (iptables).
+//! direction a userspace delay line over TUN devices that runs the
+//! simulator's bottleneck ([`LinkConfig`], `kleinrock-link`'s: rate or
+//! mahimahi trace, FIFO with step marking, CoDel, FQ-CoDel or RED,
+//! Bernoulli or Gilbert-Elliott loss, delay and jitter) with per-flow
+//! delays ([`FlowPath`]); or the kernel's tbf; random loss and a
+//! blackhole switch (iptables).
 //! Programs run inside a namespace through [`Node::command`]; Rust code runs
 //! there through [`Node::run`] and [`Node::spawn`] (a socket keeps the
 //! namespace it was created in, so a listener or a connected stream made
