@@ -17,8 +17,9 @@
 //!
 //! | module | what |
 //! | --- | --- |
+//! | [`config`] | one direction of a bottleneck as both engines take it (rate or trace, queue, loss, delay, jitter), and the counters a link keeps |
 //! | [`time`] | nanoseconds, and a packet's serialization time at a rate |
-//! | [`packet`] | what a queue reads of a packet and may do to it (size, ECN, enqueue time, flow) |
+//! | [`packet`] | what a queue reads of a packet and may do to it (size, ECN, enqueue time, flow), and where it puts what it drops |
 //! | [`queue`] | tail-drop FIFO sized in packets or bytes, with DCTCP's step ECN marking at K; the [`queue::Verdict`] every discipline gives |
 //! | [`codel`] | CoDel (RFC 8289, Linux `codel_impl.h`): drop or mark at dequeue by sojourn time |
 //! | [`fq_codel`] | FQ-CoDel (RFC 8290, Linux `sch_fq_codel`): per-flow queues, DRR, CoDel per queue |
@@ -30,12 +31,14 @@
 //!
 //! The link around a queue (its serializer, the propagation that follows,
 //! the events or release times that drive them) is each engine's own:
-//! `crates/sim/src/link.rs`, `crates/lab/src/lane.rs`.
+//! `crates/sim/src/link.rs`; `crates/lab/src/bottleneck.rs` and
+//! `lane.rs`.
 //!
 //! `std` only for RED's `f64::powi` and the trace file helper; the rest
 //! needs no more than `alloc`.
 
 pub mod codel;
+pub mod config;
 pub mod fq_codel;
 pub mod jitter;
 pub mod loss;

@@ -14,6 +14,7 @@ use kleinrock_link::fq_codel::FqCodel;
 use kleinrock_link::jitter::Jitter;
 use kleinrock_link::loss::LossModel;
 use kleinrock_link::mahimahi::Trace;
+use kleinrock_link::packet::Forget;
 use kleinrock_link::queue::{Fifo, Verdict};
 use kleinrock_link::red::RedQueue;
 use kleinrock_link::ring::Ring;
@@ -21,14 +22,7 @@ use kleinrock_link::ring::Ring;
 use crate::packet::Packet;
 use crate::time::{serialization, Time};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LinkStats {
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    pub queue_drops: u64,
-    pub loss_drops: u64,
-    pub marks: u64,
-}
+pub use kleinrock_link::config::LinkStats;
 
 /// The queue discipline at a link's head.
 #[derive(Clone, Debug)]
@@ -158,14 +152,14 @@ impl Link {
     fn arrive_queued(&mut self, now: Time, p: &mut Packet, rng: &mut SplitMix64) -> Arrival {
         let queued = match &mut self.qdisc {
             Qdisc::Fifo(_) => return self.arrive(now, p, rng),
-            Qdisc::Codel(c) => c.enqueue(now, *p),
+            Qdisc::Codel(c) => c.enqueue(now, *p, &mut Forget),
             Qdisc::FqCodel(fq) => {
-                let dropped = fq.enqueue(now, *p);
+                let dropped = fq.enqueue(now, *p, &mut Forget);
                 self.stats.queue_drops += dropped as u64;
                 true
             }
             Qdisc::Red(red) => {
-                let v = red.enqueue(now, *p, rng);
+                let v = red.enqueue(now, *p, rng, &mut Forget);
                 let ok = v != Verdict::Dropped;
                 let _ = self.count(v);
                 ok
@@ -188,8 +182,8 @@ impl Link {
         let mut out = Outcome::default();
         let p = match &mut self.qdisc {
             Qdisc::Fifo(_) => None,
-            Qdisc::Codel(c) => c.dequeue(now, &mut out),
-            Qdisc::FqCodel(fq) => fq.dequeue(now, &mut out),
+            Qdisc::Codel(c) => c.dequeue(now, &mut out, &mut Forget),
+            Qdisc::FqCodel(fq) => fq.dequeue(now, &mut out, &mut Forget),
             Qdisc::Red(red) => red.dequeue(now),
         };
         self.stats.queue_drops += out.dropped as u64;

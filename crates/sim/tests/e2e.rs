@@ -29,6 +29,7 @@ fn link(rate_bps: u64, packets: u32, loss_ppm: u32) -> LinkConfig {
         } else {
             LossModel::Bernoulli { ppm: loss_ppm }
         },
+        jitter: kleinrock_sim::time::serialization(1500, rate_bps),
     }
 }
 
@@ -65,7 +66,6 @@ pub fn dumbbell(
         peer_ecn: true,
         slow_start_after_idle: true,
         delayed_acks: true,
-        jitter: kleinrock_sim::time::serialization(1500, rate_bps),
         links: [link(rate_bps, queue, loss_ppm), link(rate_bps, 1000, 0)],
         flows,
         pings: vec![],
