@@ -43,13 +43,9 @@ fn scenario(dir: &Path, name: &str, cc: &str, duration: &str) -> PathBuf {
 #[test]
 fn a_key_the_lab_cannot_honour_is_refused_in_one_sentence_before_anything_runs() {
     let dir = tmpdir("lab-refuses");
-    let s = scenario(&dir, "codel", "cubic", "2s");
+    let s = scenario(&dir, "deep", "cubic", "2s");
     let text_of = fs::read_to_string(&s).unwrap();
-    fs::write(
-        &s,
-        text_of.replace("queue = 50", "queue = { kind = \"codel\" }"),
-    )
-    .unwrap();
+    fs::write(&s, text_of.replace("queue = 50", "queue = 20000")).unwrap();
     let o = kleinrock(&[
         "lab",
         s.to_str().unwrap(),
@@ -61,7 +57,7 @@ fn a_key_the_lab_cannot_honour_is_refused_in_one_sentence_before_anything_runs()
     assert_eq!(
         err,
         format!(
-            "error: {}: the lab cannot honour `queue` (CoDel on the up link) until its delay line runs crates/link's models; run this scenario with `kleinrock sim`, or give the lab a FIFO in packets, Bernoulli loss and no jitter or trace\n",
+            "error: {}: the lab cannot honour `queue` (a limit of 20000 packets on the up link) with its `rate` and paths: the queue and 9 packets in flight need more than the delay line's 16384 slots per direction; use a shorter queue, a lower rate or a shorter RTT\n",
             s.display()
         )
     );

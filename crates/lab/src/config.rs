@@ -36,7 +36,7 @@ pub(crate) const FRAME: u32 = MTU + ETHERNET_HEADER;
 
 /// Slots per direction of the delay line: 16384 packets of up to an MTU,
 /// 1 Gbit/s for 190 ms. Arrivals beyond it are dropped and counted.
-pub(crate) const DELAY_LINE_SLOTS: usize = 16384;
+pub const DELAY_LINE_SLOTS: usize = 16384;
 
 /// A lab's two directions, the flows with paths of their own, and how it
 /// treats the machine's CPUs.
@@ -89,7 +89,10 @@ impl LabConfig {
         }
     }
 
-    pub(crate) fn validate(&self) -> Result<(), Error> {
+    /// Checks the configuration as [`crate::Lab::new`] does before it
+    /// builds anything, so that a caller can refuse a bad one before it
+    /// needs root: each bad value is one sentence naming it.
+    pub fn validate(&self) -> Result<(), Error> {
         self.forward.validate("forward")?;
         self.reverse.validate("reverse")?;
         classify::validate(&self.flows)

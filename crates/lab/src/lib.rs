@@ -60,7 +60,7 @@ mod tun;
 pub use classify::{FlowPath, Proto};
 // The description of a bottleneck the delay line takes, and what it names:
 // the simulator's, from `kleinrock-link`.
-pub use config::{Direction, LabConfig, Link, Queue};
+pub use config::{Direction, LabConfig, Link, Queue, DELAY_LINE_SLOTS};
 pub use delay::{DelayStats, QueueSample};
 pub use kleinrock_link::codel::CodelParams;
 pub use kleinrock_link::config::{LinkConfig, LinkStats, QueueConfig};
