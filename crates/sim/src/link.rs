@@ -158,11 +158,13 @@ impl Link {
                 self.stats.queue_drops += dropped as u64;
                 true
             }
+            // Counted here, drops and marks alike: not again below.
             Qdisc::Red(red) => {
                 let v = red.enqueue(now, *p, rng, &mut Forget);
-                let ok = v != Verdict::Dropped;
-                let _ = self.count(v);
-                ok
+                if !self.count(v) {
+                    return Arrival::Dropped;
+                }
+                true
             }
         };
         if !queued {

@@ -562,6 +562,51 @@ fn median_queue_delay_ms(r: &Results) -> f64 {
     d[d.len() / 2] as f64 / 1000.0
 }
 
+/// Every datagram offered to a link either leaves it or is dropped by its
+/// queue, once: counted once, whichever discipline drops it. (RED's drops
+/// were counted twice.)
+#[test]
+fn each_queue_drop_is_counted_once_in_every_discipline() {
+    use kleinrock_sim::world::UdpConfig;
+    use kleinrock_sim::{CodelParams, RedParams};
+    let codel = CodelParams {
+        limit: 50,
+        ..CodelParams::default()
+    };
+    for queue in [
+        QueueConfig::Fifo {
+            limit: Limit::Packets(50),
+            mark_at: None,
+        },
+        QueueConfig::Codel(codel),
+        QueueConfig::FqCodel(codel),
+        QueueConfig::Red(RedParams {
+            limit: 50,
+            min: 5.0,
+            max: 15.0,
+            max_p: 0.1,
+            wq: 0.002,
+            ecn: false,
+        }),
+    ] {
+        let mut c = dumbbell(10_000_000, 50, 0, 3, vec![]);
+        c.links[0].queue = queue.clone();
+        // Twice the link's rate for a second; the queue drains by the end.
+        c.udp.push(UdpConfig {
+            rate_bps: 20_000_000,
+            bytes: 1500,
+            rtt: 20 * MS,
+            upload: true,
+            start: 0,
+            stop: Some(SEC),
+        });
+        let r = run(c);
+        let (up, sent) = (r.links[0], r.udp[0].sent);
+        assert!(up.queue_drops > 0, "{queue:?}: {up:?}");
+        assert_eq!(up.tx_packets + up.queue_drops, sent, "{queue:?}: {up:?}");
+    }
+}
+
 #[test]
 fn codel_holds_a_standing_queue_near_its_target() {
     use kleinrock_sim::CodelParams;
