@@ -1,6 +1,8 @@
 //! The delay line's bottleneck: one direction of the simulator's link, a
 //! queue discipline in front of a serializer, run on the packets the delay
-//! line holds. The queues, the trace and the service times are
+//! line holds. The queues (with how an arrival is offered to one, the
+//! next packet taken from it and what it did counted:
+//! `kleinrock_link::qdisc`), the trace and the service times are
 //! `kleinrock-link`'s, driven as the simulator drives them
 //! (`crates/sim/src/link.rs`):
 //!
@@ -29,13 +31,11 @@
 use std::collections::VecDeque;
 
 use kleinrock_cc::rand::SplitMix64;
-use kleinrock_link::codel::{Codel, Outcome};
-use kleinrock_link::config::{LinkConfig, LinkStats, QueueConfig};
-use kleinrock_link::fq_codel::FqCodel;
+use kleinrock_link::config::{LinkConfig, LinkStats};
 use kleinrock_link::mahimahi::Trace;
 use kleinrock_link::packet::{HeldPacket, Packet, ToFree};
+use kleinrock_link::qdisc::{Held, Qdisc};
 use kleinrock_link::queue::{Fifo, Verdict};
-use kleinrock_link::red::{Red, RedQueue};
 use kleinrock_link::time::{serialization, Time};
 
 use crate::classify::Class;
@@ -84,14 +84,6 @@ impl HeldPacket for Slotted {
     }
 }
 
-/// The disciplines that hold packets until the serializer asks.
-#[derive(Debug)]
-enum Held {
-    Codel(Codel<Slotted>),
-    FqCodel(FqCodel<Slotted>),
-    Red(RedQueue<Slotted>),
-}
-
 #[derive(Debug)]
 enum Server {
     Fifo {
@@ -104,7 +96,7 @@ enum Server {
         waiting: VecDeque<(Slotted, Time)>,
     },
     Held {
-        queue: Held,
+        queue: Held<Slotted>,
         /// The packet being sent, and when it will have been.
         in_service: Option<(Slotted, Time)>,
     },
@@ -120,26 +112,20 @@ impl Bottleneck {
     /// The bottleneck `link` describes (its delay, loss and jitter are the
     /// lane's), for a delay line of `slots` slots.
     pub(crate) fn new(link: &LinkConfig, slots: usize) -> Bottleneck {
-        let held = |queue| Server::Held {
-            queue,
-            in_service: None,
-        };
-        let server = match &link.queue {
-            QueueConfig::Fifo { limit, mark_at } => Server::Fifo {
-                fifo: Fifo::new(*limit, *mark_at),
+        // RED's average decays over idle time in units of a full-size
+        // packet's transmission (the simulator's: its data packet, 1500
+        // bytes at the default MSS).
+        let server = match Qdisc::new(&link.queue, serialization(MTU, link.rate_bps)) {
+            Qdisc::Fifo(fifo) => Server::Fifo {
+                fifo,
                 trace: link.trace.clone().map(|t| (t, 0)),
                 busy_until: 0,
                 waiting: VecDeque::with_capacity(slots),
             },
-            QueueConfig::Codel(p) => held(Held::Codel(Codel::new(*p))),
-            QueueConfig::FqCodel(p) => held(Held::FqCodel(FqCodel::new(*p))),
-            // RED's average decays over idle time in units of a full-size
-            // packet's transmission (the simulator's: its data packet, 1500
-            // bytes at the default MSS).
-            QueueConfig::Red(p) => held(Held::Red(RedQueue::new(Red::new(
-                *p,
-                serialization(MTU, link.rate_bps),
-            )))),
+            Qdisc::Held(queue) => Server::Held {
+                queue,
+                in_service: None,
+            },
         };
         Bottleneck {
             rate_bps: link.rate_bps,
@@ -158,7 +144,7 @@ impl Bottleneck {
         stats: &mut LinkStats,
         to_free: &mut impl ToFree<Slotted>,
     ) -> Verdict {
-        let verdict = match &mut self.server {
+        match &mut self.server {
             Server::Fifo {
                 fifo,
                 trace,
@@ -177,46 +163,25 @@ impl Bottleneck {
                     }
                 };
                 let verdict = fifo.admit(now, &mut p, start);
-                if verdict == Verdict::Dropped {
-                    to_free.free(p);
-                } else {
+                if stats.count(verdict) {
                     *busy_until = done;
                     if let (Some((_, idx)), Some(next)) = (trace, next) {
                         *idx = next;
                     }
                     waiting.push_back((p, done));
+                } else {
+                    to_free.free(p);
                 }
                 verdict
             }
             Server::Held { queue, in_service } => {
-                let verdict = match queue {
-                    Held::Codel(c) => {
-                        if c.enqueue(now, p, to_free) {
-                            Verdict::Queued
-                        } else {
-                            Verdict::Dropped
-                        }
-                    }
-                    Held::FqCodel(fq) => {
-                        // Overflow drops from the fattest flow, perhaps
-                        // another's packet: counted here, this one queued.
-                        stats.queue_drops += u64::from(fq.enqueue(now, p, to_free));
-                        Verdict::Queued
-                    }
-                    Held::Red(red) => red.enqueue(now, p, rng, to_free),
-                };
+                let verdict = queue.enqueue(now, p, rng, stats, to_free);
                 if in_service.is_none() {
                     *in_service = start_next(queue, now, self.rate_bps, stats, to_free);
                 }
                 verdict
             }
-        };
-        match verdict {
-            Verdict::Dropped => stats.queue_drops += 1,
-            Verdict::Marked => stats.marks += 1,
-            Verdict::Queued => {}
         }
-        verdict
     }
 
     /// When the next packet leaves, if one is queued or in service.
@@ -256,42 +221,29 @@ impl Bottleneck {
         match &mut self.server {
             Server::Fifo {
                 fifo, busy_until, ..
-            } => {
-                fifo.advance(now, *busy_until);
-                (fifo.len(), fifo.bytes())
-            }
-            Server::Held { queue, .. } => match queue {
-                Held::Codel(c) => (c.len(), c.bytes()),
-                Held::FqCodel(fq) => (fq.len(), fq.bytes()),
-                Held::Red(red) => (red.len(), red.bytes()),
-            },
+            } => fifo.backlog(now, *busy_until),
+            Server::Held { queue, .. } => queue.backlog(),
         }
     }
 }
 
 /// Takes the next packet into service at `now`, if the queue gives one.
 fn start_next(
-    queue: &mut Held,
+    queue: &mut Held<Slotted>,
     now: Time,
     rate_bps: u64,
     stats: &mut LinkStats,
     to_free: &mut impl ToFree<Slotted>,
 ) -> Option<(Slotted, Time)> {
-    let mut out = Outcome::default();
-    let p = match queue {
-        Held::Codel(c) => c.dequeue(now, &mut out, to_free),
-        Held::FqCodel(fq) => fq.dequeue(now, &mut out, to_free),
-        Held::Red(red) => red.dequeue(now),
-    };
-    stats.queue_drops += u64::from(out.dropped);
-    stats.marks += u64::from(out.marked);
-    p.map(|p| (p, now + serialization(p.len, rate_bps)))
+    let p = queue.dequeue(now, stats, to_free)?;
+    Some((p, now + serialization(p.len, rate_bps)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use kleinrock_link::codel::CodelParams;
+    use kleinrock_link::config::QueueConfig;
     use kleinrock_link::queue::Limit;
     use kleinrock_link::time::{MS, US};
 

@@ -11,7 +11,7 @@
 use crate::codel::CodelParams;
 use crate::loss::LossModel;
 use crate::mahimahi::Trace;
-use crate::queue::Limit;
+use crate::queue::{Limit, Verdict};
 use crate::red::RedParams;
 use crate::time::Time;
 
@@ -88,4 +88,23 @@ pub struct LinkStats {
     pub loss_drops: u64,
     /// Packets the queue discipline marked CE.
     pub marks: u64,
+}
+
+impl LinkStats {
+    /// Counts what a queue did with an arriving packet; true if it kept
+    /// it.
+    #[inline(always)]
+    pub fn count(&mut self, v: Verdict) -> bool {
+        match v {
+            Verdict::Dropped => {
+                self.queue_drops += 1;
+                false
+            }
+            Verdict::Marked => {
+                self.marks += 1;
+                true
+            }
+            Verdict::Queued => true,
+        }
+    }
 }

@@ -12,11 +12,7 @@ use kleinrock_cc::rand::SplitMix64;
 use kleinrock_cc::{Algorithm, CaState, CongestionControl};
 use kleinrock_trace::Recorder;
 
-use kleinrock_link::codel::Codel;
 pub use kleinrock_link::config::{LinkConfig, QueueConfig};
-use kleinrock_link::fq_codel::FqCodel;
-use kleinrock_link::queue::Fifo;
-use kleinrock_link::red::{Red, RedQueue};
 
 use crate::event::{Event, EventQueue};
 use crate::link::{Arrival, Link, LinkStats, Pipe, Qdisc};
@@ -30,15 +26,11 @@ use crate::time::{serialization, Time, NEVER, SEC};
 
 /// The simulator's link for one direction of the dumbbell.
 fn build_link(cfg: &LinkConfig, mss: u32) -> Link {
-    let qdisc = match &cfg.queue {
-        QueueConfig::Fifo { limit, mark_at } => Qdisc::Fifo(Fifo::new(*limit, *mark_at)),
-        QueueConfig::Codel(p) => Qdisc::Codel(Codel::new(*p)),
-        QueueConfig::FqCodel(p) => Qdisc::FqCodel(FqCodel::new(*p)),
-        QueueConfig::Red(p) => Qdisc::Red(RedQueue::new(Red::new(
-            *p,
-            serialization(data_packet_bytes(mss), cfg.rate_bps),
-        ))),
-    };
+    // RED's idle time is counted in data packets' transmissions.
+    let qdisc = Qdisc::new(
+        &cfg.queue,
+        serialization(data_packet_bytes(mss), cfg.rate_bps),
+    );
     let mut link = Link::new(cfg.rate_bps, qdisc, cfg.loss.clone());
     link.trace = cfg.trace.clone().map(|t| (t, 0));
     link
