@@ -478,6 +478,14 @@ impl Bandit {
         }
     }
 
+    /// `conn` ended without anything to learn from (it sent nothing): it
+    /// is no longer a try in progress.
+    pub fn forget(&mut self, conn: Conn) {
+        if let Some(o) = self.open.remove(&conn) {
+            self.open_by_peer.remove(&(o.peer, conn));
+        }
+    }
+
     /// `conn` closed with `s` as its final sample: learn from it.
     pub fn close(&mut self, conn: Conn, s: &Sample) {
         let Some(o) = self.open.remove(&conn) else {

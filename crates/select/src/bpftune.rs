@@ -213,12 +213,12 @@ impl Bpftune {
     /// The algorithm the next connection to `peer` would get, drawn as at
     /// establishment (the cheapest, ties and one time in [`EPSILON`] at
     /// random), among the candidates `allowed` that are not unavailable
-    /// there; `None` for a host seen fewer than
-    /// [`REMOTE_HOST_MIN_INSTANCES`] times, or when none is usable.
-    /// Counts nothing.
+    /// there; `None` for a host that connection does not make seen
+    /// [`REMOTE_HOST_MIN_INSTANCES`] times (bpftune counts a connection
+    /// before it chooses for it), or when none is usable. Counts nothing.
     pub fn propose(&mut self, peer: Peer, allowed: Mask) -> Option<usize> {
         let host = *self.hosts.get(&peer)?;
-        if host.instances < REMOTE_HOST_MIN_INSTANCES {
+        if host.instances + 1 < REMOTE_HOST_MIN_INSTANCES {
             return None;
         }
         let usable = |i: usize| allows(allowed, i) && host.unavailable_until[i] <= host.instances;

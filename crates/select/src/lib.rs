@@ -26,6 +26,7 @@ pub mod bandit;
 pub mod bpftune;
 pub mod change;
 pub mod evidence;
+pub mod live;
 pub mod lru;
 pub mod persist;
 
