@@ -330,8 +330,10 @@ pub struct Tuner {
     candidates: Vec<String>,
     policy: Policy,
     facts: Lru<Facts>,
-    /// The map's entry for each prefix (Kleinrock's priors).
-    prefixes: Lru<Option<usize>>,
+    /// The map's entry for each prefix (Kleinrock's priors), and the
+    /// candidates that failed at one of its peers, which new peers there
+    /// are not offered.
+    prefixes: Lru<(Option<usize>, Mask)>,
     live: Lru<Live>,
     pub counts: Counts,
 }
@@ -458,6 +460,9 @@ impl Tuner {
                 _ => self.counts.failed += 1,
             }
             self.note_failure(o.peer, c);
+            if let (Some(p), true) = (self.prefix_of(o.peer), c < 64) {
+                self.prefixes.get_or_insert_with(p.addr, || (None, 0)).1 |= 1 << c;
+            }
         }
         if let (Outcome::Set, Some(c)) = (o.outcome, o.chosen) {
             if let Some(n) = self.counts.set.get_mut(c) {
@@ -584,7 +589,8 @@ impl Tuner {
     /// Draws the proposal for a peer not yet seen in `prefix` (Kleinrock's
     /// priors); a decision if it changed.
     fn refresh_prefix(&mut self, prefix: Prefix) -> Vec<Decision> {
-        let allowed = self.allowed(prefix, false);
+        let failed = self.prefixes.peek(prefix.addr).map_or(0, |p| p.1);
+        let allowed = self.allowed(prefix, false) & !failed;
         let Policy::Kleinrock(b) = &mut self.policy else {
             return Vec::new();
         };
@@ -592,12 +598,12 @@ impl Tuner {
             return Vec::new();
         }
         let alg = b.propose(prefix.addr, allowed);
-        let slot = self.prefixes.get_or_insert_with(prefix.addr, || None);
-        let was = *slot;
+        let slot = self.prefixes.get_or_insert_with(prefix.addr, || (None, 0));
+        let was = slot.0;
         if was == alg {
             return Vec::new();
         }
-        *slot = alg;
+        slot.0 = alg;
         self.counts.decisions += 1;
         vec![Decision {
             key: prefix,

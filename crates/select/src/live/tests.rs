@@ -166,6 +166,13 @@ fn a_failed_set_is_not_retried_and_does_not_poison_the_peer() {
             h.connect(&mut t, a, Some(1), &[bad], &truth);
         }
         assert_eq!(tried, 1, "{policy:?}: tried once in 45 connections");
+        if let Some(prefix) = t.prefix_of(a) {
+            assert_ne!(
+                h.map.get(&prefix),
+                Some(&bad),
+                "new peers there are not offered it"
+            );
+        }
         assert_eq!(t.counts.failed, 1);
         let (s, _) = t.status(1);
         let row = s[0].algs.iter().find(|r| r.alg == bad).unwrap();
