@@ -208,9 +208,12 @@ impl Program {
 
     /// Waits up to `timeout` for reports, and returns those that came.
     pub fn poll(&self, timeout: Duration) -> Result<Vec<Result<Report, String>>, Error> {
-        self.ring
-            .poll(timeout)
-            .map_err(|e| Error(format!("cannot read the tuner's reports: {e}")))?;
+        match self.ring.poll(timeout) {
+            Ok(()) => {}
+            // A signal (the daemon's stop) woke the wait: take what came.
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error(format!("cannot read the tuner's reports: {e}"))),
+        }
         Ok(self
             .queue
             .borrow_mut()
