@@ -7,6 +7,7 @@
 //! after, even on failure) and marks its ports under a bpffs directory of
 //! its own, so that it touches nothing an operator runs.
 
+#[allow(dead_code)] // the helpers other test files use
 mod common;
 
 use std::fs;
@@ -18,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::{kleinrock, text, tmpdir};
 use kleinrock_kernel::tune::cgroup::Scratch;
+use kleinrock_kernel::tune::names::TunePins;
 
 #[test]
 fn a_bad_configuration_is_refused_in_one_sentence() {
@@ -118,6 +120,15 @@ fn live() -> Option<kleinrock_testkit::Missing> {
         ));
     }
     kleinrock_testkit::root()
+}
+
+/// Unloads, however the test ends, the ports its daemons loaded.
+struct Ports(TunePins);
+
+impl Drop for Ports {
+    fn drop(&mut self) {
+        let _ = self.0.unload_ports();
+    }
 }
 
 /// The daemon, killed on drop if the test did not stop it.
@@ -246,6 +257,7 @@ fn a_killed_daemon_leaves_connections_working_and_restarts_with_its_saved_table(
         .unwrap()
         .trim()
         .to_string();
+    let _ports = Ports(TunePins { root: pins.clone() });
     let cg = Scratch::new("clitest").unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let log = dir.join("daemon.log");

@@ -250,6 +250,39 @@ fn reports_arrive_while_a_connection_runs_and_at_its_end_with_what_it_showed() {
     );
 }
 
+/// The tests' own bpffs directory for the ports their daemons load.
+fn test_pins() -> TunePins {
+    TunePins {
+        root: Paths::system()
+            .bpffs
+            .join(format!("kleinrock-tune-test-{}", std::process::id())),
+    }
+}
+
+/// Unloads, when the test ends however it ends, the ports its daemons
+/// loaded (as `kleinrock tune stop` does).
+struct Ports;
+
+impl Ports {
+    /// The names unloaded.
+    fn unload(&self) -> Vec<String> {
+        let stopped = kleinrock_kernel::tune::daemon::stop(
+            &std::env::temp_dir().join("kleinrock-tune-test-none"),
+            &test_pins(),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert_eq!(stopped.daemon, None);
+        stopped.unloaded.into_iter().map(|u| u.0).collect()
+    }
+}
+
+impl Drop for Ports {
+    fn drop(&mut self) {
+        let _ = test_pins().unload_ports();
+    }
+}
+
 fn options(candidates: Vec<Candidate>, cg: &Scratch) -> Options {
     let specs = candidates.iter().map(|c| c.spec.clone()).collect();
     let needs_ecn = candidates.iter().map(|c| c.needs_ecn).collect();
@@ -271,11 +304,7 @@ fn options(candidates: Vec<Candidate>, cg: &Scratch) -> Options {
         table: None,
         save_every: Duration::from_secs(3600),
         state_dir: None,
-        pins: TunePins {
-            root: Paths::system()
-                .bpffs
-                .join(format!("kleinrock-tune-test-{}", std::process::id())),
-        },
+        pins: test_pins(),
         status_peers: 100,
     }
 }
@@ -341,28 +370,20 @@ fn a_set_the_kernel_refuses_is_recorded_and_not_retried_and_the_cdg_port_can_be_
     let was_loaded = common::available().iter().any(|n| n == "kr_cdg");
     let cands = resolve(&["cdg".to_string()], &[], &common::available()).unwrap();
     assert_eq!(cands[0].name, "kr_cdg");
-    let opts = options(cands, &cg);
-    let pins = opts.pins.clone();
-    let mut d = Daemon::start(opts, quiet()).unwrap();
+    let ports = Ports;
+    let mut d = Daemon::start(options(cands, &cg), quiet()).unwrap();
     assert_eq!(d.loaded.is_empty(), was_loaded);
     one_connection(&mut d, &cg, &listener);
     assert_eq!(one_connection(&mut d, &cg, &listener), "kr_cdg");
     assert_eq!(d.tuner().counts.failed, 0);
     d.finish().unwrap();
-    let stopped = kleinrock_kernel::tune::daemon::stop(
-        &std::env::temp_dir().join("kleinrock-tune-test-none"),
-        &pins,
-        Duration::from_secs(1),
-    )
-    .unwrap();
-    assert_eq!(stopped.daemon, None);
-    assert_eq!(stopped.unloaded.len(), usize::from(!was_loaded));
+    assert_eq!(ports.unload().len(), usize::from(!was_loaded));
     assert_eq!(
         common::available().iter().any(|n| n == "kr_cdg"),
         was_loaded,
         "stop unloads what the tuner loaded, and only that"
     );
-    assert!(!pins.root.exists());
+    assert!(!test_pins().root.exists());
 }
 
 #[test]
@@ -420,4 +441,68 @@ fn the_choices_map_is_an_lru_that_evicts_when_full() {
             p.map_memory()
         );
     }
+}
+
+#[test]
+fn bpftunes_retransmission_rule_switches_a_lossy_connection_to_bbr() {
+    let _serial = serial();
+    require!(skip_reason());
+    let Some(lab) = common::lab(&LabConfig {
+        forward: Link {
+            delay: Duration::from_millis(5),
+            loss: 0.1,
+            ..Link::default()
+        },
+        reverse: Link {
+            delay: Duration::from_millis(5),
+            ..Link::default()
+        },
+        ..LabConfig::symmetric(Link::default())
+    }) else {
+        return;
+    };
+    let cg = Scratch::new("test").unwrap();
+    let cands = resolve(
+        &kleinrock_select::bpftune::CONGS.map(String::from),
+        &["dctcp".to_string()],
+        &common::available(),
+    )
+    .unwrap();
+    let ports = Ports;
+    let mut opts = options(cands, &cg);
+    opts.tuner.policy = PolicyKind::Bpftune;
+    let mut d = Daemon::start(opts, quiet()).unwrap();
+    let listener = lab
+        .receiver()
+        .run(|| TcpListener::bind((RECEIVER_ADDR, 0)))
+        .unwrap()
+        .unwrap();
+    let to = match listener.local_addr().unwrap() {
+        SocketAddr::V4(a) => a,
+        SocketAddr::V6(_) => unreachable!(),
+    };
+    // A host bpftune has not seen: nothing is chosen, the connection runs
+    // what it asked for (reno), until its retransmissions pass 1/64 of
+    // its segments.
+    let tx = cg
+        .run(|| lab.sender().run(move || common::connect_to("reno", to)))
+        .unwrap()
+        .unwrap();
+    let (rx, _) = listener.accept().unwrap();
+    send_and_close(tx, rx, 1_000_000);
+    let start = Instant::now();
+    while d.tuner().counts.closed == 0 && start.elapsed() < Duration::from_secs(5) {
+        d.step(Duration::from_millis(20)).unwrap();
+    }
+    let c = &d.tuner().counts;
+    assert_eq!((c.opened, c.closed, c.switched), (1, 1, 1), "{c:?}");
+    let (status, _) = d.tuner().status(10);
+    let bbr = &status[0].algs[kleinrock_select::bpftune::BBR];
+    assert_eq!(bbr.tally.conns, 1, "it ended on BBR: {status:?}");
+    assert!(bbr.tally.retrans > 0);
+    let mut loaded = d.loaded.clone();
+    loaded.sort();
+    d.finish().unwrap();
+    let unloaded = ports.unload();
+    assert_eq!(unloaded, loaded, "stop unloads what the daemon loaded");
 }
