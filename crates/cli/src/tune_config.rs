@@ -300,6 +300,12 @@ seed = 7
     }
 
     #[test]
+    fn the_shipped_configuration_says_the_defaults() {
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dist/tune.toml");
+        assert_eq!(Config::load(&shipped).unwrap(), Config::default());
+    }
+
+    #[test]
     fn a_bad_value_is_one_sentence_with_file_line_and_key() {
         assert_eq!(
             err("save_interval = \"10s\"\npolicy = \"greedy\"\n"),
