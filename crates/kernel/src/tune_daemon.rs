@@ -268,7 +268,11 @@ impl Daemon {
             };
             let index = |n: &str| self.candidate(n);
             let decisions = match r.kind {
-                Kind::Opened => self.tuner.opened(now_ms, &r.opened(index)),
+                Kind::Opened => {
+                    let o = r.opened(index);
+                    self.say_refusal(&o);
+                    self.tuner.opened(now_ms, &o)
+                }
                 Kind::Sample => {
                     self.tuner.sampled(r.cookie, &r.sample());
                     Vec::new()
@@ -287,6 +291,26 @@ impl Daemon {
             self.write_status(false)?;
         }
         Ok(n)
+    }
+
+    /// A line when the kernel refused the map's choice, or the program
+    /// did for want of ECN: the candidate is then not proposed for the
+    /// peer for a while.
+    fn say_refusal(&mut self, o: &live::Opened) {
+        let why = match o.outcome {
+            live::Outcome::Failed(e) => refusal(e),
+            live::Outcome::NoEcn => "the connection did not negotiate ECN".to_string(),
+            _ => return,
+        };
+        let name = o
+            .chosen
+            .and_then(|c| self.opts.candidates.get(c))
+            .map_or("?", |c| c.name.as_str());
+        let line = format!(
+            "{}: {name} was not set ({why}); not proposed there for a while",
+            kleinrock_select::addr(o.peer)
+        );
+        (self.log)(&line);
     }
 
     /// Saves the policy's table now (atomically).
@@ -377,6 +401,15 @@ impl Daemon {
             let _ = std::fs::remove_file(dir.join("pid"));
         }
         saved.and(status)
+    }
+}
+
+/// bpf_setsockopt's error, in words: 524 is the kernel's ENOTSUPP, which
+/// libc does not name (the kernel's answer for `cdg`).
+pub fn refusal(err: i32) -> String {
+    match -err {
+        524 => "the kernel answered ENOTSUPP, 524".to_string(),
+        e => format!("{}", std::io::Error::from_raw_os_error(e)),
     }
 }
 

@@ -342,7 +342,10 @@ fn a_set_the_kernel_refuses_is_recorded_and_not_retried_and_the_cdg_port_can_be_
     let mut cands = resolve(&specs, &[], &common::available()).unwrap();
     cands[0].name = "cdg".into();
     cands[0].port = None;
-    let mut d = Daemon::start(options(cands, &cg), quiet()).unwrap();
+    let lines = std::rc::Rc::new(std::cell::RefCell::new(Vec::<String>::new()));
+    let kept = lines.clone();
+    let log = Box::new(move |l: &str| kept.borrow_mut().push(l.to_string()));
+    let mut d = Daemon::start(options(cands, &cg), log).unwrap();
     let mut ran = Vec::new();
     let mut held = Vec::new();
     for _ in 0..6 {
@@ -361,6 +364,16 @@ fn a_set_the_kernel_refuses_is_recorded_and_not_retried_and_the_cdg_port_can_be_
         "{held:?}"
     );
     assert_eq!(d.tuner().counts.failed, 1);
+    let refused: Vec<String> = lines
+        .borrow()
+        .iter()
+        .filter(|l| l.contains("was not set"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        refused,
+        ["127.0.0.1: cdg was not set (the kernel answered ENOTSUPP, 524); not proposed there for a while"]
+    );
     let (status, _) = d.tuner().status(10);
     let cdg = status[0].algs.iter().find(|a| a.alg == 0).unwrap();
     assert!(cdg.unavailable && cdg.tally.failed == 1, "{cdg:?}");
@@ -505,4 +518,59 @@ fn bpftunes_retransmission_rule_switches_a_lossy_connection_to_bbr() {
     d.finish().unwrap();
     let unloaded = ports.unload();
     assert_eq!(unloaded, loaded, "stop unloads what the daemon loaded");
+}
+
+#[test]
+fn an_algorithm_that_needs_ecn_is_set_only_where_ecn_was_negotiated() {
+    let _serial = serial();
+    require!(skip_reason());
+    let Some(lab) = common::lab(&LabConfig::symmetric(Link::default())) else {
+        return;
+    };
+    let (default, other) = default_and_other();
+    let cg = Scratch::new("test").unwrap();
+    let mut p = Program::load(&settings()).unwrap();
+    // Entries that need ECN (as DCTCP's do), for both ends, naming an
+    // algorithm whose being set is plain to see.
+    for a in [RECEIVER_ADDR, kleinrock_lab::SENDER_ADDR] {
+        p.set(peer_key(IpAddr::V4(a)), Some((other, 6, true)))
+            .unwrap();
+    }
+    p.attach(cg.path()).unwrap();
+    let listen = || {
+        lab.receiver()
+            .run(|| TcpListener::bind((RECEIVER_ADDR, 0)))
+            .unwrap()
+            .unwrap()
+    };
+    let connect = |to: SocketAddr| {
+        cg.run(|| lab.sender().run(move || TcpStream::connect(to)))
+            .unwrap()
+            .unwrap()
+            .unwrap()
+    };
+    // The program asks for ECN as DCTCP does, with an ECT SYN, which only
+    // a listener that needs ECN too accepts: here one in the cgroup, whose
+    // entry for the sender needs it.
+    let tuned = cg.run(listen).unwrap();
+    let both = connect(tuned.local_addr().unwrap());
+    let (accepted, _) = tuned.accept().unwrap();
+    assert!(common::tcp_info(&both).tcpi_options & common::TCPI_OPT_ECN != 0);
+    assert_eq!(congestion_of(&both), other, "ECN negotiated: set");
+    assert_eq!(congestion_of(&accepted), other, "and at the passive end");
+    let rs = reports_until(&p, |r| r.len() >= 2);
+    assert!(
+        rs.iter().all(|r| r.has(flag::ECN) && r.has(flag::SET)),
+        "{rs:?}"
+    );
+    // A listener outside, as any host's that does not run DCTCP: it
+    // refuses ECN for an ECT SYN, and nothing is set.
+    let plain = listen();
+    let refused = connect(plain.local_addr().unwrap());
+    let _b = plain.accept().unwrap();
+    assert_eq!(congestion_of(&refused), default, "no ECN: not set");
+    let rs = reports_until(&p, |r| !r.is_empty());
+    assert_eq!(rs.len(), 1, "{rs:?}");
+    assert!(!rs[0].has(flag::ECN) && !rs[0].has(flag::SET) && rs[0].has(flag::NO_ECN));
+    assert_eq!(rs[0].outcome(), kleinrock_select::live::Outcome::NoEcn);
 }

@@ -14,9 +14,12 @@
  * - when the entry needs ECN (DCTCP) and the connection did not negotiate
  *   it: DCTCP without ECN is Reno that ignores nothing, and on a path
  *   that marks with another AQM it is unsafe.
- * For an active open whose peer's entry needs ECN, it also asks for ECN
- * in the SYN (BPF_SOCK_OPS_NEEDS_ECN), which the sysctl's default (2:
- * only when asked) would not.
+ * When the peer's entry needs ECN it answers BPF_SOCK_OPS_NEEDS_ECN as
+ * DCTCP's flag would: an active open asks for ECN with an ECT SYN, which
+ * only a listener that needs ECN too accepts (DCTCP at both ends, or a
+ * host whose tuner chose DCTCP for us), and a passive open accepts such
+ * a SYN. A classic peer refuses an ECT SYN, so the connection gets no ECN
+ * and is not switched: DCTCP runs only between hosts that both run it.
  *
  * Per socket (kr_tune_sk, socket-local storage) it keeps what it set,
  * whether the set failed, and what the connection's reports need; it
@@ -451,8 +454,9 @@ static __always_inline int state_changed(struct bpf_sock_ops *skops)
 	return 1;
 }
 
-/* Asked at connect whether the SYN should ask for ECN: yes when the
- * peer's entry needs it (and we would set it). */
+/* Asked whether the SYN should ask for ECN (at connect), or a SYN that
+ * does may have it (a request socket): yes when the peer's entry needs
+ * it (and we would set it). */
 static __always_inline int needs_ecn(struct bpf_sock_ops *skops)
 {
 	struct kr_tune_choice *c;
