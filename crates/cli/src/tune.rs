@@ -242,9 +242,12 @@ fn status(at: &Where, json: bool) -> Result<ExitCode, Failure> {
         }
         Err(e) => return Err(Failure(format!("cannot read {}: {e}", file.display()))),
     };
-    if daemon::running(&dir).is_none() && !json {
-        println!("not running: the last status its daemon wrote follows");
-    }
+    let text = match daemon::running(&dir) {
+        Some(_) => text,
+        // A daemon that was killed could not say so itself.
+        None if json => text.replacen("{\"running\":true", "{\"running\":false", 1),
+        None => format!("not running: the last status its daemon wrote follows\n{text}"),
+    };
     print!("{text}");
     Ok(ExitCode::SUCCESS)
 }

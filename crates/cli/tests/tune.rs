@@ -308,6 +308,18 @@ fn a_killed_daemon_leaves_connections_working_and_restarts_with_its_saved_table(
         out.starts_with("not running: the last status its daemon wrote follows\n"),
         "{out}"
     );
+    let o = kleinrock(&[
+        "tune",
+        "status",
+        "--json",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&text(&o).0).unwrap();
+    assert_eq!(
+        v["running"], false,
+        "a killed daemon is not running, whatever its last status said"
+    );
 
     // Restarted: the table as saved, and its choice held at once.
     let mut daemon = start(&cfg, &cg, &log);
