@@ -70,6 +70,7 @@ pub struct Daemon {
     last_save: Instant,
     last_status: Option<Instant>,
     changed: bool,
+    save_failing: bool,
     undecodable: u64,
     log: Box<dyn FnMut(&str)>,
     _pid: Option<File>,
@@ -151,6 +152,17 @@ impl Daemon {
         }
         let mut tuner = Tuner::new(opts.tuner.clone());
         let mut saved_unix = None;
+        if let Some(dir) = opts.table.as_deref().and_then(Path::parent) {
+            // Where systemd's StateDirectory= would have made it.
+            if !dir.as_os_str().is_empty() && !dir.exists() {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    Error(format!(
+                        "cannot create {} for the table: {e}",
+                        dir.display()
+                    ))
+                })?;
+            }
+        }
         if let Some(path) = &opts.table {
             match tuner.load(path) {
                 Ok(true) => {
@@ -205,6 +217,7 @@ impl Daemon {
             last_save: Instant::now(),
             last_status: None,
             changed: true,
+            save_failing: false,
             undecodable: 0,
             log,
             _pid: pid,
@@ -285,7 +298,16 @@ impl Daemon {
             self.changed = true;
         }
         if self.opts.table.is_some() && self.last_save.elapsed() >= self.opts.save_every {
-            self.save()?;
+            // A failed save (a full disk) does not stop the tuning: it is
+            // said, and tried again at the next interval.
+            match self.save() {
+                Ok(()) => self.save_failing = false,
+                Err(e) if !self.save_failing => {
+                    (self.log)(&format!("warning: {e}; trying again every save interval"));
+                    self.save_failing = true;
+                }
+                Err(_) => {}
+            }
         }
         if self.changed && self.last_status.is_none_or(|t| t.elapsed() >= STATUS_EVERY) {
             self.write_status(false)?;
