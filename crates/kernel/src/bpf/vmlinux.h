@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The kernel types Kleinrock's struct_ops ports touch, written by hand
- * instead of generated with `bpftool btf dump file /sys/kernel/btf/vmlinux
- * format c` (docs/KERNEL.md says why: the build needs neither bpftool nor a
+ * The kernel types Kleinrock's BPF programs touch (the struct_ops ports,
+ * and the tuner's sockops program), written by hand instead of generated
+ * with `bpftool btf dump file /sys/kernel/btf/vmlinux format c`
+ * (docs/KERNEL.md says why: the build needs neither bpftool nor a
  * BTF-enabled kernel, and this file lists every field an algorithm reads).
  *
- * Offsets here are not the kernel's and need not be: every struct carries
+ * Offsets here are not the kernel's and need not be (but for the sockops
+ * context, below, which the verifier checks by offset): every struct carries
  * preserve_access_index, so clang records each access as a CO-RE relocation
  * by field name and libbpf rewrites it against the running kernel's BTF at
  * load time. Only names and types must match. A field missing from the
