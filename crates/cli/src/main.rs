@@ -15,6 +15,8 @@ mod replay;
 mod runner;
 mod select;
 mod sim;
+mod tune;
+mod tune_config;
 
 /// See crates/cli/Cargo.toml: musl's allocator returns memory to the
 /// kernel as eagerly as a run asks for more.
@@ -54,6 +56,9 @@ enum Command {
     /// Load the BPF ports into the running kernel, list and unload them
     /// (needs root; docs/KERNEL.md).
     Kernel(kernel::Args),
+    /// Choose each connection's congestion control per peer on this host,
+    /// learning from the connections (a daemon; needs root; docs/TUNE.md).
+    Tune(tune::Args),
 }
 
 /// A user-facing failure: one sentence, printed as `error: ...`.
@@ -106,6 +111,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => compare::run(a),
         Command::Select(a) => select::run(a),
         Command::Kernel(a) => kernel::run(a),
+        Command::Tune(a) => tune::run(a),
         Command::Algorithms => {
             algorithms::print();
             Ok(ExitCode::SUCCESS)

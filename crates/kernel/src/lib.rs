@@ -6,6 +6,7 @@
 //! - [`pins`]: the bpffs layout, `list` and `unload`; needs no libbpf.
 //! - [`load()`]: opens, parameterises, loads and pins a port (feature `bpf`,
 //!   and clang at build time).
+//! - [`tune`]: the sockops program and daemon of `kleinrock tune`.
 //!
 //! The BPF sources are in `src/bpf` (GPL-2.0); docs/KERNEL.md is the guide.
 
@@ -16,6 +17,7 @@ pub mod pins;
 pub mod plan;
 pub mod record;
 pub mod trace;
+pub mod tune;
 
 #[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
 mod load;

@@ -45,7 +45,10 @@ fn object(program: &str) -> Result<&'static [u8], Error> {
 /// Opens a fresh copy of `program`'s object, named as libbpf-cargo's
 /// skeletons name theirs (`cubic_bpf`, so its maps are `cubic_bp.rodata`...);
 /// `refuse` words a libbpf failure.
-fn open(program: &str, refuse: impl Fn(libbpf_rs::Error) -> Error) -> Result<OpenObject, Error> {
+pub(crate) fn open(
+    program: &str,
+    refuse: impl Fn(libbpf_rs::Error) -> Error,
+) -> Result<OpenObject, Error> {
     let obj = object(program)?;
     let mut builder = ObjectBuilder::default();
     builder.name(format!("{program}_bpf")).map_err(&refuse)?;
@@ -53,7 +56,7 @@ fn open(program: &str, refuse: impl Fn(libbpf_rs::Error) -> Error) -> Result<Ope
 }
 
 /// The object's BTF, while `open` lives.
-fn btf_of(open: &OpenObject) -> Result<Btf<'_>, Error> {
+pub(crate) fn btf_of(open: &OpenObject) -> Result<Btf<'_>, Error> {
     // SAFETY: the pointer is the open object's, alive while `open` is.
     let raw = unsafe { open.as_libbpf_object().as_ref() };
     Btf::from_bpf_object(raw)
@@ -63,9 +66,9 @@ fn btf_of(open: &OpenObject) -> Result<Btf<'_>, Error> {
 
 /// libbpf's warnings (the verifier's log among them), kept for the error
 /// message instead of scrolled over the terminal.
-static LIBBPF_LOG: Mutex<String> = Mutex::new(String::new());
+pub(crate) static LIBBPF_LOG: Mutex<String> = Mutex::new(String::new());
 
-fn keep_libbpf_message(_level: PrintLevel, msg: String) {
+pub(crate) fn keep_libbpf_message(_level: PrintLevel, msg: String) {
     if let Ok(mut log) = LIBBPF_LOG.lock() {
         log.push_str(&msg);
     }
@@ -133,7 +136,7 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
 /// One sentence for a libbpf failure at `stage` ("open", "load" (CO-RE
 /// and the verifier), "register"), with the first line of libbpf's log;
 /// the whole log (the verifier's, when it refused) goes to a file.
-fn refused(name: &str, stage: &str, e: libbpf_rs::Error) -> Error {
+pub(crate) fn refused(name: &str, stage: &str, e: libbpf_rs::Error) -> Error {
     let log = LIBBPF_LOG.lock().map(|l| l.clone()).unwrap_or_default();
     let first = log
         .lines()
@@ -242,7 +245,7 @@ impl Places {
 /// A port's parameters: the `const volatile` integers of its `.rodata`, as
 /// (name, offset, size). Its other read-only data (BBR's gain table, the
 /// tracer's `kr_ca_type`) is not `volatile` or not an integer.
-fn parameters(btf: &Btf<'_>) -> Vec<(String, usize, usize)> {
+pub(crate) fn parameters(btf: &Btf<'_>) -> Vec<(String, usize, usize)> {
     let Some(rodata) = btf.type_by_name::<DataSec<'_>>(".rodata") else {
         return Vec::new();
     };

@@ -278,7 +278,7 @@ pub fn check_can_load(name: &str) -> Result<(), Error> {
 }
 
 /// The filesystem type of `path`, or None if it cannot be stat'ed.
-fn statfs_type(path: &Path) -> Option<u64> {
+pub(crate) fn statfs_type(path: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     let mut buf = std::mem::MaybeUninit::<libc::statfs>::zeroed();

@@ -68,7 +68,7 @@ use kleinrock_cc::rand::SplitMix64;
 use crate::change;
 use crate::evidence::{bucket_label, size_bucket, time_bucket, Entry, Estimate, Seen};
 use crate::lru::Lru;
-use crate::{Peer, Sample};
+use crate::{allows, Mask, Peer, Sample, ALL};
 
 /// The candidates by default: Linux's and Kleinrock's algorithms.
 pub const DEFAULT_CANDIDATES: [&str; 9] = [
@@ -336,9 +336,21 @@ impl Bandit {
     /// A connection to `peer` starts: the algorithm (index into the
     /// candidates) to set, and the connection's handle.
     pub fn choose(&mut self, peer: Peer) -> (Conn, usize) {
+        let pick = self.propose(peer, ALL).unwrap_or(0);
+        (self.open(peer, pick), pick)
+    }
+
+    /// The algorithm the next connection to `peer` should run, drawn as
+    /// [`Bandit::choose`] draws, among the candidates `allowed` ([`Mask`])
+    /// that are not unavailable there; `None` when none is. Nothing is
+    /// registered: a daemon proposes ahead of connections it cannot see
+    /// coming, and [`Bandit::open`]s the one that does come with what it
+    /// ran.
+    pub fn propose(&mut self, peer: Peer, allowed: Mask) -> Option<usize> {
         let (est, pending) = self.estimates(peer);
         let entry = self.peers.peek(peer);
         let usable: Vec<usize> = (0..est.len())
+            .filter(|&i| allows(allowed, i))
             .filter(|&i| entry.is_none_or(|e| e.unavailable_until[i] <= e.conns))
             .collect();
         // Untried here: in order of cost elsewhere (unknown last).
@@ -357,7 +369,7 @@ impl Bandit {
             .min_by(by_order)
             .copied();
         let pick = if usable.is_empty() {
-            0
+            return None;
         } else if let Some(i) = untried {
             i
         } else if usable.iter().any(|&i| est[i].is_some()) {
@@ -396,6 +408,23 @@ impl Bandit {
                 .min_by(|a, b| pending[**a].cmp(&pending[**b]).then(by_order(a, b)))
                 .expect("non-empty")
         };
+        Some(pick)
+    }
+
+    /// The algorithm with the least estimated cost at `peer` (no draw),
+    /// if any has evidence there or at its prefix.
+    pub fn best(&self, peer: Peer) -> Option<usize> {
+        let (est, _) = self.estimates(peer);
+        est.iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.map(|e| (e.cost, i)))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+            .map(|(_, i)| i)
+    }
+
+    /// A connection to `peer` opens running `alg`, whether this policy
+    /// chose it or not: its handle, for its samples and its close.
+    pub fn open(&mut self, peer: Peer, alg: usize) -> Conn {
         self.next_conn += 1;
         let id = self.next_conn;
         if self.open.len() >= MAX_OPEN {
@@ -408,12 +437,12 @@ impl Bandit {
             id,
             Open {
                 peer,
-                alg: pick,
+                alg,
                 latest: None,
                 passed: Vec::new(),
             },
         );
-        (id, pick)
+        id
     }
 
     /// The chosen algorithm could not be set on `conn`; it runs `running`
@@ -425,10 +454,18 @@ impl Bandit {
         };
         let (peer, chosen) = (o.peer, o.alg);
         o.alg = running;
+        self.mark_unavailable(peer, chosen);
+    }
+
+    /// `alg` could not be set on a connection to `peer`: it is not
+    /// proposed there for the next `retry_unavailable` connections.
+    pub fn mark_unavailable(&mut self, peer: Peer, alg: usize) {
         let k = self.cfg.candidates.len();
         let retry = self.cfg.retry_unavailable;
         let e = self.peers.get_or_insert_with(peer, || Entry::new(k));
-        e.unavailable_until[chosen] = e.conns + retry;
+        if let Some(u) = e.unavailable_until.get_mut(alg) {
+            *u = e.conns + retry;
+        }
     }
 
     /// A sample while `conn` runs.
@@ -438,6 +475,14 @@ impl Bandit {
         }
         if let Some(o) = self.open.get_mut(&conn) {
             o.record(s);
+        }
+    }
+
+    /// `conn` ended without anything to learn from (it sent nothing): it
+    /// is no longer a try in progress.
+    pub fn forget(&mut self, conn: Conn) {
+        if let Some(o) = self.open.remove(&conn) {
+            self.open_by_peer.remove(&(o.peer, conn));
         }
     }
 

@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 
 use kleinrock_cc::rand::SplitMix64;
 
-use crate::{addr, Peer, Sample};
+use crate::{addr, allows, Mask, Peer, Sample, ALL};
 
 /// The candidates, in bpftune's order (`enum tcp_states`).
 pub const CONGS: [&str; 4] = ["cubic", "bbr", "htcp", "dctcp"];
@@ -54,13 +54,23 @@ pub struct ConnMetric {
     pub metric_value: u64,
 }
 
-/// `struct remote_host`.
+/// Connections to a host before an algorithm that could not be set there
+/// is tried again, as in Kleinrock's policy
+/// (`bandit::Config::retry_unavailable`).
+pub const RETRY_UNAVAILABLE: u64 = 50;
+
+/// `struct remote_host`, and `unavailable_until`, which is ours.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RemoteHost {
     pub min_rtt: u64,
     pub max_rate_delivered: u64,
     pub instances: u64,
     pub metrics: [ConnMetric; 4],
+    /// Per algorithm: not chosen until `instances` reaches this. bpftune
+    /// keeps no such thing: an algorithm that cannot be set is never
+    /// learned, its cost stays 0, the least, and it is chosen for every
+    /// connection to the host from then on ([`Bpftune::set_failed`]).
+    pub unavailable_until: [u64; 4],
 }
 
 /// `rl_update()`: move `value` towards `gain` by 1/2^shift of the
@@ -168,12 +178,14 @@ impl Bpftune {
     }
 
     /// `epsilon_greedy()`: `greedy` unless a draw is a multiple of
-    /// [`EPSILON`], then a random state (possibly `greedy` again).
-    fn epsilon_greedy(&mut self, greedy: usize) -> usize {
+    /// [`EPSILON`], then a random one of `open` (possibly `greedy` again;
+    /// bpftune draws among all four, which `open` is unless a daemon
+    /// excluded some).
+    fn epsilon_greedy(&mut self, greedy: usize, open: &[usize]) -> usize {
         if self.prandom() % EPSILON != 0 {
             return greedy;
         }
-        (self.prandom() % CONGS.len() as u32) as usize
+        open[(self.prandom() % open.len() as u32) as usize]
     }
 
     /// A connection to `peer` is established (`*_ESTABLISHED_CB`): the
@@ -185,11 +197,39 @@ impl Bpftune {
         if !self.eligible(peer, true) {
             return None;
         }
-        let host = self.hosts[&peer];
+        let s = self.propose(peer, ALL)?;
+        self.choices[s] += 1;
+        Some(s)
+    }
+
+    /// A connection to `peer` is established: counts it, as
+    /// [`Bpftune::established`] does, without choosing (a daemon chose
+    /// ahead, with [`Bpftune::propose`]). Whether the host had been seen
+    /// often enough to be chosen for.
+    pub fn count(&mut self, peer: Peer) -> bool {
+        self.eligible(peer, true)
+    }
+
+    /// The algorithm the next connection to `peer` would get, drawn as at
+    /// establishment (the cheapest, ties and one time in [`EPSILON`] at
+    /// random), among the candidates `allowed` that are not unavailable
+    /// there; `None` for a host that connection does not make seen
+    /// [`REMOTE_HOST_MIN_INSTANCES`] times (bpftune counts a connection
+    /// before it chooses for it), or when none is usable. Counts nothing.
+    pub fn propose(&mut self, peer: Peer, allowed: Mask) -> Option<usize> {
+        let host = *self.hosts.get(&peer)?;
+        if host.instances + 1 < REMOTE_HOST_MIN_INSTANCES {
+            return None;
+        }
+        let usable = |i: usize| allows(allowed, i) && host.unavailable_until[i] <= host.instances;
+        let mut open = [0usize; 4];
+        let mut nopen = 0;
         let mut cands = [0usize; 4];
         let mut ncands = 0;
         let mut min = u64::MAX;
-        for (i, m) in host.metrics.iter().enumerate() {
+        for (i, m) in host.metrics.iter().enumerate().filter(|(i, _)| usable(*i)) {
+            open[nopen] = i;
+            nopen += 1;
             let v = m.metric_value;
             if v > min {
                 continue;
@@ -202,13 +242,44 @@ impl Bpftune {
             }
             min = v;
         }
+        if nopen == 0 {
+            return None;
+        }
         let mut minindex = cands[0];
         if ncands > 1 {
             minindex = cands[(self.prandom() % ncands as u32) as usize];
         }
-        let s = self.epsilon_greedy(minindex & 3) & 3;
-        self.choices[s] += 1;
-        Some(s)
+        Some(self.epsilon_greedy(minindex, &open[..nopen]))
+    }
+
+    /// `alg` could not be set on a connection to `peer`: not chosen there
+    /// for the next [`RETRY_UNAVAILABLE`] connections. Ours: bpftune
+    /// records nothing, so the algorithm keeps the cost of 0 it started
+    /// with, stays the cheapest, and every later connection to the host
+    /// tries it and runs the default instead (the entry is poisoned).
+    pub fn set_failed(&mut self, peer: Peer, alg: usize) {
+        if let Some(h) = self.hosts.get_mut(&peer) {
+            if let Some(u) = h.unavailable_until.get_mut(alg) {
+                *u = h.instances + RETRY_UNAVAILABLE;
+            }
+        }
+    }
+
+    /// The hosts, in no particular order.
+    pub fn hosts(&self) -> impl Iterator<Item = (Peer, &RemoteHost)> {
+        self.hosts.iter().map(|(p, h)| (*p, h))
+    }
+
+    /// Restores saved hosts and choice counts (from
+    /// [`crate::persist::bpftune`]); hosts beyond [`MAX_HOSTS`] are not
+    /// kept, as bpftune's full map keeps none.
+    pub fn restore(&mut self, hosts: Vec<(Peer, RemoteHost)>, choices: [u64; 4]) {
+        for (p, h) in hosts {
+            if self.hosts.len() < MAX_HOSTS || self.hosts.contains_key(&p) {
+                self.hosts.insert(p, h);
+            }
+        }
+        self.choices = choices;
     }
 
     /// `BPF_SOCK_OPS_RETRANS_CB`: BBR for this connection once its

@@ -26,6 +26,7 @@ pub mod bandit;
 pub mod bpftune;
 pub mod change;
 pub mod evidence;
+pub mod live;
 pub mod lru;
 pub mod persist;
 
@@ -34,6 +35,22 @@ use std::net::IpAddr;
 /// A peer address as a 128-bit key: IPv6 as is, IPv4 mapped (`::ffff:a.b.c.d`),
 /// as bpftune keys its map.
 pub type Peer = u128;
+
+/// A set of candidates, a bit per index (`1 << i`); the candidates past
+/// the 64th are in it only when all are ([`ALL`]).
+pub type Mask = u64;
+
+/// Every candidate.
+pub const ALL: Mask = u64::MAX;
+
+/// Is candidate `i` in `mask`?
+pub fn allows(mask: Mask, i: usize) -> bool {
+    if i < 64 {
+        mask >> i & 1 == 1
+    } else {
+        mask == ALL
+    }
+}
 
 /// The key of an address.
 pub fn peer(addr: IpAddr) -> Peer {

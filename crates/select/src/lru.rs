@@ -121,6 +121,34 @@ impl<V> Lru<V> {
         &mut self.slab[i].value
     }
 
+    /// Removes `key`, returning its value. The last slot moves into the
+    /// freed one, so the slab stays dense.
+    pub fn remove(&mut self, key: u128) -> Option<V> {
+        let i = self.map.remove(&key)?;
+        self.unlink(i);
+        let last = self.slab.len() - 1;
+        if i != last {
+            // Relink the last node at its new index, i.
+            let (p, n, k) = (
+                self.slab[last].prev,
+                self.slab[last].next,
+                self.slab[last].key,
+            );
+            if p != NONE {
+                self.slab[p].next = i;
+            } else {
+                self.head = i;
+            }
+            if n != NONE {
+                self.slab[n].prev = i;
+            } else {
+                self.tail = i;
+            }
+            self.map.insert(k, i);
+        }
+        Some(self.slab.swap_remove(i).value)
+    }
+
     /// Entries from most to least recently used.
     pub fn iter(&self) -> impl Iterator<Item = (u128, &V)> {
         let mut i = self.head;
@@ -151,6 +179,30 @@ mod tests {
         assert_eq!(l.iter().map(|(k, _)| k).collect::<Vec<_>>(), [4, 1, 3]);
         assert_eq!((l.len(), l.evictions), (3, 1));
         assert_eq!(l.peek(4), Some(&40));
+    }
+
+    #[test]
+    fn removing_keeps_the_order_of_the_rest() {
+        let mut l = Lru::new(4);
+        for k in 1..=4u128 {
+            l.get_or_insert_with(k, || k * 10);
+        }
+        assert_eq!(l.remove(4), Some(40), "the head");
+        assert_eq!(l.remove(1), Some(10), "the tail");
+        assert_eq!(l.remove(9), None);
+        assert_eq!(l.iter().map(|(k, _)| k).collect::<Vec<_>>(), [3, 2]);
+        l.get_or_insert_with(5, || 50);
+        l.get_mut(2);
+        assert_eq!(l.remove(5), Some(50), "from the middle, last in the slab");
+        assert_eq!(
+            l.iter().map(|(k, v)| (k, *v)).collect::<Vec<_>>(),
+            [(2, 20), (3, 30)]
+        );
+        assert_eq!(l.remove(3), Some(30));
+        assert_eq!(l.remove(2), Some(20));
+        assert!(l.is_empty() && l.iter().next().is_none());
+        l.get_or_insert_with(7, || 70);
+        assert_eq!(l.iter().map(|(k, _)| k).collect::<Vec<_>>(), [7]);
     }
 
     #[test]

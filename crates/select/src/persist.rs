@@ -49,6 +49,8 @@ use crate::bandit::{Bandit, Config, Fleet};
 use crate::evidence::{Arm, Bucket, Entry, BUCKETS, MAX_COUNT};
 use crate::{addr, peer, Peer};
 
+pub mod bpftune;
+
 const MAGIC: &str = "kleinrock-select 3";
 /// What the first line of a table of any version begins with.
 const MARK: &str = "kleinrock-select ";
@@ -107,9 +109,7 @@ pub fn to_text(b: &Bandit) -> String {
         let _ = write!(s, " {}:{}", f.cost, f.n);
     }
     s.push('\n');
-    let lines = s.lines().count();
-    let hash = fnv64(s.as_bytes());
-    let _ = writeln!(s, "end {lines} {hash:016x}");
+    seal(&mut s);
     s
 }
 
@@ -132,7 +132,7 @@ impl std::fmt::Display for LoadError {
     }
 }
 
-fn bad(what: &str) -> LoadError {
+pub(crate) fn bad(what: &str) -> LoadError {
     LoadError::Unusable(what.to_string())
 }
 
@@ -218,21 +218,7 @@ fn parse_bucket(fields: &[&str], arms: usize) -> Result<Bucket, LoadError> {
 
 /// Restores `b` from a file's text, or says why it cannot be trusted.
 pub fn from_text(b: &mut Bandit, text: &str) -> Result<(), LoadError> {
-    let Some(end_at) = text.rfind("\nend ") else {
-        return Err(bad("it has no end line (truncated?)"));
-    };
-    let body = &text[..end_at + 1];
-    let end: Vec<&str> = text[end_at + 1..].trim_end().split(' ').collect();
-    let (lines, hash) = match end[..] {
-        ["end", l, h] => (l.parse::<usize>().ok(), u64::from_str_radix(h, 16).ok()),
-        _ => (None, None),
-    };
-    if lines != Some(body.lines().count())
-        || hash != Some(fnv64(body.as_bytes()))
-        || !text.ends_with('\n')
-    {
-        return Err(bad("its checksum does not match (truncated or corrupt)"));
-    }
+    let body = sealed_body(text)?;
     let mut it = body.lines();
     if it.next() != Some(MAGIC) {
         return Err(bad("it is not a kleinrock-select version 3 table"));
@@ -367,6 +353,12 @@ fn create_temporary(tmp: &Path) -> io::Result<std::fs::File> {
 /// directory; only over nothing or a table ([`check_target`]), checked
 /// again just before the rename.
 pub fn save(b: &Bandit, path: &Path) -> io::Result<()> {
+    save_text(&to_text(b), path)
+}
+
+/// Writes a table's `text` at `path` as [`save`] does: every kind of
+/// table (Kleinrock's, bpftune's) is saved through here.
+pub(crate) fn save_text(text: &str, path: &Path) -> io::Result<()> {
     check_target(path)?;
     let dir = path
         .parent()
@@ -384,7 +376,7 @@ pub fn save(b: &Bandit, path: &Path) -> io::Result<()> {
     let result = (|| {
         let mut f = create_temporary(&tmp)?;
         created = true;
-        f.write_all(to_text(b).as_bytes())?;
+        f.write_all(text.as_bytes())?;
         f.sync_all()?;
         check_target(path)?;
         std::fs::rename(&tmp, path)?;
@@ -401,6 +393,16 @@ pub fn save(b: &Bandit, path: &Path) -> io::Result<()> {
 /// read past its first line (and a pipe or device not opened at all); a
 /// table that cannot be trusted is [`LoadError::Unusable`].
 pub fn load(b: &mut Bandit, path: &Path) -> Result<bool, LoadError> {
+    load_with(path, max_len(&b.cfg), |text| from_text(b, text))
+}
+
+/// Reads the table at `path` (at most `limit` bytes) and hands its text to
+/// `restore`, as [`load`] does for every kind of table.
+pub(crate) fn load_with(
+    path: &Path,
+    limit: u64,
+    restore: impl FnOnce(&str) -> Result<(), LoadError>,
+) -> Result<bool, LoadError> {
     let refused = |e: io::Error| LoadError::Refused(format!("cannot read {}: {e}", path.display()));
     match kleinrock_files::kind(path) {
         Ok(kleinrock_files::Kind::Absent) => return Ok(false),
@@ -408,7 +410,6 @@ pub fn load(b: &mut Bandit, path: &Path) -> Result<bool, LoadError> {
         Err(e) => return Err(refused(e)),
     }
     check_target(path).map_err(|e| LoadError::Refused(e.to_string()))?;
-    let limit = max_len(&b.cfg);
     let mut bytes = Vec::new();
     kleinrock_files::open_file(path)
         .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
@@ -425,9 +426,37 @@ pub fn load(b: &mut Bandit, path: &Path) -> Result<bool, LoadError> {
         )));
     }
     let text = String::from_utf8(bytes).map_err(|_| unusable("it is not text".into()))?;
-    from_text(b, &text)
+    restore(&text)
         .map(|()| true)
         .map_err(|e| unusable(e.to_string()))
+}
+
+/// A table's body (every line before `end`), once its `end` line's count
+/// and checksum are found to match.
+pub(crate) fn sealed_body(text: &str) -> Result<&str, LoadError> {
+    let Some(end_at) = text.rfind("\nend ") else {
+        return Err(bad("it has no end line (truncated?)"));
+    };
+    let body = &text[..end_at + 1];
+    let end: Vec<&str> = text[end_at + 1..].trim_end().split(' ').collect();
+    let (lines, hash) = match end[..] {
+        ["end", l, h] => (l.parse::<usize>().ok(), u64::from_str_radix(h, 16).ok()),
+        _ => (None, None),
+    };
+    if lines != Some(body.lines().count())
+        || hash != Some(fnv64(body.as_bytes()))
+        || !text.ends_with('\n')
+    {
+        return Err(bad("its checksum does not match (truncated or corrupt)"));
+    }
+    Ok(body)
+}
+
+/// Appends the `end` line (the count of lines and their checksum).
+pub(crate) fn seal(s: &mut String) {
+    let lines = s.lines().count();
+    let hash = fnv64(s.as_bytes());
+    let _ = writeln!(s, "end {lines} {hash:016x}");
 }
 
 #[cfg(test)]

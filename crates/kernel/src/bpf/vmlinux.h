@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The kernel types Kleinrock's struct_ops ports touch, written by hand
- * instead of generated with `bpftool btf dump file /sys/kernel/btf/vmlinux
- * format c` (docs/KERNEL.md says why: the build needs neither bpftool nor a
+ * The kernel types Kleinrock's BPF programs touch (the struct_ops ports,
+ * and the tuner's sockops program), written by hand instead of generated
+ * with `bpftool btf dump file /sys/kernel/btf/vmlinux format c`
+ * (docs/KERNEL.md says why: the build needs neither bpftool nor a
  * BTF-enabled kernel, and this file lists every field an algorithm reads).
  *
- * Offsets here are not the kernel's and need not be: every struct carries
+ * Offsets here are not the kernel's and need not be (but for the sockops
+ * context, below, which the verifier checks by offset): every struct carries
  * preserve_access_index, so clang records each access as a CO-RE relocation
  * by field name and libbpf rewrites it against the running kernel's BTF at
  * load time. Only names and types must match. A field missing from the
@@ -108,6 +110,7 @@ struct tcp_sock {
 	__u8 rate_app_limited : 1;	/* the last rate sample was app-limited */
 	__u32 mss_cache;		/* bytes */
 	__u8 ecn_flags;			/* TCP_ECN_* */
+	__u32 write_seq;		/* end of the data the application wrote */
 };
 
 /* include/linux/tcp.h: the RTT sample handed to pkts_acked. */
@@ -164,9 +167,11 @@ struct tcp_congestion_ops {
 	void (*release)(struct sock *sk);
 };
 
-/* enum bpf_map_type: the map types the ports declare. */
+/* enum bpf_map_type: the map types the programs declare. */
 enum bpf_map_type {
 	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_SK_STORAGE = 24,
 	BPF_MAP_TYPE_RINGBUF = 27,
 };
@@ -222,5 +227,83 @@ enum tcp_ca_event {
 /* include/uapi/linux/tcp.h, for bpf_setsockopt(). */
 #define SOL_TCP			6
 #define TCP_CONGESTION		13
+
+/*
+ * include/uapi/linux/bpf.h: the context of a sockops program (tune.bpf.c).
+ * A program's context is not relocated: the verifier checks each access
+ * against this layout, the UAPI's, which the kernel keeps stable; so it
+ * is declared as is, outside the CO-RE attribute above, up to the last
+ * member read.
+ */
+struct bpf_sock;
+
+struct bpf_sock_ops {
+	__u32 op;			/* BPF_SOCK_OPS_* */
+	union {
+		__u32 args[4];		/* the op's arguments */
+		__u32 reply;		/* what the program answers */
+		__u32 replylong[4];
+	};
+	__u32 family;
+	__u32 remote_ip4;		/* network order */
+	__u32 local_ip4;		/* network order */
+	__u32 remote_ip6[4];		/* network order */
+	__u32 local_ip6[4];		/* network order */
+	__u32 remote_port;		/* network order */
+	__u32 local_port;		/* host order */
+	__u32 is_fullsock;
+	__u32 snd_cwnd;
+	__u32 srtt_us;			/* us << 3 */
+	__u32 bpf_sock_ops_cb_flags;
+	__u32 state;
+	__u32 rtt_min;			/* us */
+	__u32 snd_ssthresh;
+	__u32 rcv_nxt;
+	__u32 snd_nxt;
+	__u32 snd_una;
+	__u32 mss_cache;
+	__u32 ecn_flags;
+	__u32 rate_delivered;		/* segments, over rate_interval_us */
+	__u32 rate_interval_us;
+	__u32 packets_out;
+	__u32 retrans_out;
+	__u32 total_retrans;
+	__u32 segs_in;
+	__u32 data_segs_in;
+	__u32 segs_out;
+	__u32 data_segs_out;
+	__u32 lost_out;
+	__u32 sacked_out;
+	__u32 sk_txhash;
+	__u64 bytes_received;
+	__u64 bytes_acked;
+	union {
+		struct bpf_sock *sk;
+		__u64 :64;
+	} __attribute__((aligned(8)));
+};
+
+/* enum: the sockops callbacks (op) tune.bpf.c handles. */
+#define BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB	4
+#define BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB	5
+#define BPF_SOCK_OPS_NEEDS_ECN			6
+#define BPF_SOCK_OPS_RETRANS_CB			9
+#define BPF_SOCK_OPS_STATE_CB			10
+#define BPF_SOCK_OPS_RTT_CB			12
+
+/* The callbacks a program turns on per socket (bpf_sock_ops_cb_flags_set). */
+#define BPF_SOCK_OPS_RETRANS_CB_FLAG		(1 << 1)
+#define BPF_SOCK_OPS_STATE_CB_FLAG		(1 << 2)
+#define BPF_SOCK_OPS_RTT_CB_FLAG		(1 << 3)
+
+/* The TCP states STATE_CB reports (args[0] the old, args[1] the new). */
+#define BPF_TCP_FIN_WAIT1	4
+#define BPF_TCP_FIN_WAIT2	5
+#define BPF_TCP_CLOSE		7
+#define BPF_TCP_LAST_ACK	9
+#define BPF_TCP_CLOSING		11
+
+#define AF_INET			2
+#define AF_INET6		10
 
 #endif /* __KLEINROCK_VMLINUX_H__ */
