@@ -27,7 +27,8 @@ pub struct Args {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Run each scenario once per seed given (comma-separated), instead of
-    /// once. The lab's randomness is not seeded: seeds are repetitions.
+    /// once. The seed drives the link's loss and jitter, as in the
+    /// simulator; the kernel's own randomness is not seeded.
     #[arg(long, value_delimiter = ',')]
     seeds: Vec<u64>,
     /// No progress line, and no list of what runs each algorithm.

@@ -1,6 +1,7 @@
 //! `kleinrock lab` and `kleinrock compare --engine`: refusals (no root
-//! needed), and as root the results' layout, a comparison in both engines,
-//! and what a stopped or killed run leaves behind: nothing after SIGINT,
+//! needed), and as root the results' layout, a CoDel queue's sojourn in
+//! queues.csv, a comparison in both engines with both queue series, and
+//! what a stopped or killed run leaves behind: nothing after SIGINT,
 //! and nothing once the next run has swept a kill -9's namespaces and
 //! ports. The root tests skip through kleinrock-testkit without root (a failure
 //! where KLEINROCK_REQUIRE asks for root); run them with
@@ -43,13 +44,9 @@ fn scenario(dir: &Path, name: &str, cc: &str, duration: &str) -> PathBuf {
 #[test]
 fn a_key_the_lab_cannot_honour_is_refused_in_one_sentence_before_anything_runs() {
     let dir = tmpdir("lab-refuses");
-    let s = scenario(&dir, "codel", "cubic", "2s");
+    let s = scenario(&dir, "deep", "cubic", "2s");
     let text_of = fs::read_to_string(&s).unwrap();
-    fs::write(
-        &s,
-        text_of.replace("queue = 50", "queue = { kind = \"codel\" }"),
-    )
-    .unwrap();
+    fs::write(&s, text_of.replace("queue = 50", "queue = 20000")).unwrap();
     let o = kleinrock(&[
         "lab",
         s.to_str().unwrap(),
@@ -61,7 +58,7 @@ fn a_key_the_lab_cannot_honour_is_refused_in_one_sentence_before_anything_runs()
     assert_eq!(
         err,
         format!(
-            "error: {}: the lab cannot honour `queue` (CoDel on the up link) until its delay line runs crates/link's models; run this scenario with `kleinrock sim`, or give the lab a FIFO in packets, Bernoulli loss and no jitter or trace\n",
+            "error: {}: the lab cannot honour `queue` (a limit of 20000 packets on the up link) with its `rate` and paths: the queue and 9 packets in flight need more than the delay line's 16384 slots per direction; use a shorter queue, a lower rate or a shorter RTT\n",
             s.display()
         )
     );
@@ -189,6 +186,96 @@ fn lab_writes_what_sim_writes_for_each_seed() {
     }
 }
 
+/// `kleinrock lab` on `s` with `--out`, timed: its output directory, and
+/// whether the host was quiet enough to judge accuracy (the lab's
+/// StealMeter, as crates/live's tests judge it).
+fn lab_run(s: &Path, out: &Path, what: &str) -> (PathBuf, bool) {
+    let steal = kleinrock_lab::StealMeter::start().unwrap();
+    let o = kleinrock(&[
+        "lab",
+        s.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let stolen = steal.share().unwrap();
+    let quiet = stolen < kleinrock_lab::QUIET_STEAL;
+    eprintln!(
+        "host stole {:.1}% of the CPU: accuracy {}",
+        stolen * 100.0,
+        if quiet { "checked" } else { "not checked" }
+    );
+    kleinrock_testkit::timing(what, quiet);
+    (out.join(s.file_stem().unwrap()), quiet)
+}
+
+/// queues.csv's rows of `link`: (t, packets, delay_us, drops, marks).
+fn queue_rows(run: &Path, link: &str) -> Vec<(f64, u64, u64, u64, u64)> {
+    let csv = fs::read_to_string(run.join("queues.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("t,link,packets,bytes,delay_us,drops,marks")
+    );
+    lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[1] == link)
+        .map(|c| {
+            let n = |i: usize| c[i].parse::<u64>().unwrap();
+            (c[0].parse().unwrap(), n(2), n(4), n(5), n(6))
+        })
+        .collect()
+}
+
+#[test]
+fn codel_keeps_a_kernel_flows_sojourn_near_its_target_in_queues_csv() {
+    if !root() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tmpdir("lab-codel");
+    let hz = kleinrock_kernel::trace::kernel_hz().unwrap_or(250);
+    let s = dir.join("codel.toml");
+    fs::write(
+        &s,
+        format!(
+            "duration = \"4s\"\nsample_interval = \"10ms\"\n[tcp]\nhz = {hz}\n\
+             [link]\nrate = \"10Mbit\"\nqueue = {{ kind = \"codel\" }}\n\
+             [[flow]]\ncc = \"cubic\"\nrtt = \"20ms\"\n"
+        ),
+    )
+    .unwrap();
+    let (run, quiet) = lab_run(&s, &dir.join("out"), "CoDel's sojourn in the lab");
+    let up = queue_rows(&run, "up");
+    assert_eq!(up.len(), 400, "a row every 10 ms");
+    // The queue's delay at its rate, every 10 ms after the first second
+    // (slow start's overshoot is CoDel's first interval).
+    let mut delays: Vec<f64> = up
+        .iter()
+        .filter(|r| r.0 > 1.0)
+        .map(|r| r.2 as f64 / 1000.0)
+        .collect();
+    delays.sort_by(f64::total_cmp);
+    let (median, p95) = (delays[delays.len() / 2], delays[delays.len() * 95 / 100]);
+    let drops: u64 = up.iter().map(|r| r.3).sum();
+    eprintln!("queueing delay median {median:.1} ms, p95 {p95:.1} ms; CoDel dropped {drops}");
+    // Nothing but CoDel drops here: its drops are the link's, and a
+    // cubic flow that never stops growing its window meets them.
+    let results: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let link = &results["links"]["up"];
+    assert_eq!(link["queue_drops"].as_u64(), Some(drops), "{link}");
+    assert_eq!(link["loss_drops"].as_u64(), Some(0), "{link}");
+    assert!(drops > 0);
+    if quiet {
+        // CoDel's target is 5 ms: the queue stands near it, far below the
+        // 1000 packets (1.2 s) it could hold.
+        assert!((1.0..12.5).contains(&median), "{median}");
+        assert!(p95 < 25.0, "{p95}");
+    }
+}
+
 #[test]
 fn compare_in_both_engines_sets_the_simulator_against_the_kernel() {
     if !root() {
@@ -242,6 +329,24 @@ fn compare_in_both_engines_sets_the_simulator_against_the_kernel() {
             out.join("runs").join(format!("{run}.flent.gz")).is_file(),
             "{run}"
         );
+    }
+    // Both engines' queue series, overlaid: the bottleneck's queue in
+    // each run's results, and the figure that sets them side by side.
+    assert!(page.contains("Queueing delay over time, both engines"));
+    for run in ["cubic_seed1", "cubic_seed1_lab"] {
+        let results: serde_json::Value = serde_json::from_str(
+            &fs::read_to_string(out.join("runs").join(run).join("results.json")).unwrap(),
+        )
+        .unwrap();
+        let up: Vec<&serde_json::Value> = results["queue_series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|q| q["link"] == "up")
+            .collect();
+        assert_eq!(up.len(), 20, "{run}: a sample every 100 ms");
+        let deepest = up.iter().filter_map(|q| q["delay_us"].as_u64()).max();
+        assert!(deepest > Some(0), "{run}: no queue in {up:?}");
     }
     let csv = fs::read_to_string(out.join("summary.csv")).unwrap();
     assert!(

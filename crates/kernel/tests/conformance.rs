@@ -31,7 +31,8 @@ use kleinrock_kernel::pins::Paths;
 use kleinrock_kernel::plan::plan;
 use kleinrock_kernel::trace::{run, Request};
 use kleinrock_lab::{
-    Bottleneck, Direction, Lab, LabConfig, Link, Queue, RECEIVER_ADDR, SENDER_ADDR,
+    Direction, Lab, LabConfig, Limit, Link, LinkConfig, Queue, QueueConfig, RECEIVER_ADDR,
+    SENDER_ADDR,
 };
 use kleinrock_trace::TraceReader;
 
@@ -75,11 +76,13 @@ fn lab_for(path: Net) -> Lab {
         Net::Marking => LabConfig {
             forward: Link {
                 delay,
-                bottleneck: Some(Bottleneck {
-                    rate_bps: 20_000_000,
-                    limit: 200,
-                    ecn_threshold: Some(20),
-                }),
+                bottleneck: Some(LinkConfig::new(
+                    20_000_000,
+                    QueueConfig::Fifo {
+                        limit: Limit::Packets(200),
+                        mark_at: Some(20),
+                    },
+                )),
                 ..Link::default()
             },
             reverse: Link {

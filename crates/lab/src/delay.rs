@@ -1,55 +1,61 @@
 //! The delay line: a userspace forwarder that holds each packet crossing
-//! the router for the configured one-way delay, and can be a rate-limited
-//! FIFO that marks ECN as DCTCP's switches do (`kleinrock-link`'s FIFO,
-//! the simulator's; see `lane.rs`).
+//! the router for its one-way delay, after the simulator's bottleneck when
+//! the link has one (the lanes, `lane.rs`, run `kleinrock-link`'s queues,
+//! loss and jitter on the packets).
 //!
-//! The router has one TUN device per direction (`dly-fwd`, `dly-rev`).
-//! Policy routing sends every packet that arrives on a veth into that
-//! direction's TUN (`ip rule add iif rtr-snd lookup 100`, table 100 a
+//! The router has one TUN device per direction (`dly-fwd`, `dly-rev`,
+//! `tun.rs`). Policy routing sends every packet that arrives on a veth into
+//! that direction's TUN (`ip rule add iif rtr-snd lookup 100`, table 100 a
 //! default route via `dly-fwd`); this thread reads it, keeps it in the
 //! direction's [`Lane`] until its release time, and writes it back into the
 //! same TUN, where the kernel receives it as if it had arrived on that
 //! device and forwards it by the main table to the other veth. Only IP
-//! packets are carried (TUN in `IFF_TUN | IFF_NO_PI` mode), at most the
-//! TUN's 1500-byte MTU each: the kernel segments GSO packets before it
-//! hands them to a device without offloads.
+//! packets are carried, at most the TUN's 1500-byte MTU each: the kernel
+//! segments GSO packets before it hands them to a device without offloads.
 //!
 //! One thread serves both directions. It sleeps in poll(2) on both TUNs, a
-//! stop eventfd and a timerfd armed at the earliest release, an absolute
-//! CLOCK_MONOTONIC deadline: a poll timeout would be relative, in whole
-//! milliseconds, and padded by the kernel's timer slack (50 µs, or 0.1% to
-//! 0.5% of the timeout), while a timerfd's hrtimer fires when it is due.
-//! Packets live in slots allocated when the lab starts; nothing is
-//! allocated per packet.
+//! stop eventfd, a sample eventfd and a timerfd armed at the lanes' next
+//! deadline (a release, or a departure from a bottleneck that cannot wait
+//! longer), an absolute CLOCK_MONOTONIC deadline: a poll timeout would be
+//! relative, in whole milliseconds, and padded by the kernel's timer slack
+//! (50 µs, or 0.1% to 0.5% of the timeout), while a timerfd's hrtimer fires
+//! when it is due. Packets live in slots allocated when the lab starts;
+//! nothing is allocated per packet.
 //!
 //! The thread runs in the calling process, not as a helper binary: there
 //! is nothing to find on disk, delay changes and counters are plain
 //! atomics, and the forwarder cannot outlive the process that owns the lab
 //! (when the process dies its TUN descriptors close, the devices vanish,
-//! and traffic through the orphaned router stops). The TUNs are created
-//! by a short-lived thread inside the router namespace (a TUN belongs to
-//! the namespace of whoever creates it); the descriptors keep working from
-//! this thread, which stays in the host namespace.
+//! and traffic through the orphaned router stops). The descriptors, made
+//! inside the router's namespace, keep working from this thread, which
+//! stays in the host's.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::config::{Link, DELAY_LINE_SLOTS};
-use kleinrock_link::queue::Verdict;
+use kleinrock_link::config::LinkStats;
 
+use crate::classify::Classifier;
+use crate::config::{LabConfig, DELAY_LINE_SLOTS};
 use crate::lane::{Lane, SLOT};
+use crate::lateness::{Lateness, Recorder};
+use crate::tun::TUNS;
 use crate::Error;
 
-/// The TUN devices, forward (sender to receiver) then reverse.
-pub(crate) const TUNS: [&str; 2] = ["dly-fwd", "dly-rev"];
-
 /// Packets read from one TUN before the thread looks at the other and at
-/// its releases, so that a flood one way cannot stall the other.
-const READ_BUDGET: usize = 64;
+/// its releases, so that a flood one way cannot stall the other. A read
+/// takes about a microsecond here: eight keep a release waiting behind
+/// reads for under 10 us (with 64, releases at a short delay waited a
+/// median 37 us), and cost nothing in throughput.
+const READ_BUDGET: usize = 8;
+
+/// How long [`DelayLine::sample`] waits for the thread to answer: it
+/// answers within its next pass, microseconds unless the host stalls it.
+const SAMPLE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A direction's counters since the lab started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,8 +65,11 @@ pub struct DelayStats {
     /// Packets the bottleneck marked CE (one that arrived with CE
     /// already set counts, as in Linux's qdiscs).
     pub ce_marked: u64,
-    /// Packets the bottleneck dropped because its queue was at its limit.
+    /// Packets the bottleneck's queue dropped (at its limit, or an AQM's
+    /// decision).
     pub queue_drops: u64,
+    /// Packets the bottleneck's loss model took as they left it.
+    pub loss_drops: u64,
     /// Packets dropped because every slot of the delay line was taken.
     pub overflow_drops: u64,
     /// Packets the kernel refused when they were written back.
@@ -80,6 +89,7 @@ impl DelayStats {
             forwarded: self.forwarded + o.forwarded,
             ce_marked: self.ce_marked + o.ce_marked,
             queue_drops: self.queue_drops + o.queue_drops,
+            loss_drops: self.loss_drops + o.loss_drops,
             overflow_drops: self.overflow_drops + o.overflow_drops,
             write_errors: self.write_errors + o.write_errors,
             late_max: self.late_max.max(o.late_max),
@@ -88,15 +98,37 @@ impl DelayStats {
     }
 }
 
+/// A direction's bottleneck at one moment, in the simulator's terms: what
+/// waits in its queue, and its counters since the lab started. The
+/// simulator's queues.csv row for an interval is `packets`, `bytes`, the
+/// queueing delay `bytes * 8 / rate` and, from the difference of two
+/// samples' `link`, the drops (`queue_drops + loss_drops`) and `marks`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueSample {
+    /// Packets waiting, the one being sent not counted.
+    pub packets: u64,
+    /// Their IP bytes.
+    pub bytes: u64,
+    pub link: LinkStats,
+}
+
 #[derive(Default)]
 struct Counters {
     forwarded: AtomicU64,
-    ce_marked: AtomicU64,
-    queue_drops: AtomicU64,
     overflow_drops: AtomicU64,
     write_errors: AtomicU64,
     late_max_ns: AtomicU64,
     late_total_ns: AtomicU64,
+    late: Recorder,
+    /// The lane's [`LinkStats`], copied after each pass.
+    tx_packets: AtomicU64,
+    tx_bytes: AtomicU64,
+    queue_drops: AtomicU64,
+    loss_drops: AtomicU64,
+    marks: AtomicU64,
+    /// The bottleneck's backlog, written when a sample is asked for.
+    backlog_packets: AtomicU64,
+    backlog_bytes: AtomicU64,
 }
 
 impl Counters {
@@ -104,15 +136,41 @@ impl Counters {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    fn publish(&self, s: LinkStats) {
+        for (to, v) in [
+            (&self.tx_packets, s.tx_packets),
+            (&self.tx_bytes, s.tx_bytes),
+            (&self.queue_drops, s.queue_drops),
+            (&self.loss_drops, s.loss_drops),
+            (&self.marks, s.marks),
+        ] {
+            to.store(v, Ordering::Relaxed);
+        }
+    }
+
+    fn link(&self) -> LinkStats {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        LinkStats {
+            tx_packets: load(&self.tx_packets),
+            tx_bytes: load(&self.tx_bytes),
+            queue_drops: load(&self.queue_drops),
+            loss_drops: load(&self.loss_drops),
+            marks: load(&self.marks),
+        }
+    }
+
     fn read(&self) -> DelayStats {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let link = self.link();
         DelayStats {
-            forwarded: self.forwarded.load(Ordering::Relaxed),
-            ce_marked: self.ce_marked.load(Ordering::Relaxed),
-            queue_drops: self.queue_drops.load(Ordering::Relaxed),
-            overflow_drops: self.overflow_drops.load(Ordering::Relaxed),
-            write_errors: self.write_errors.load(Ordering::Relaxed),
-            late_max: Duration::from_nanos(self.late_max_ns.load(Ordering::Relaxed)),
-            late_total: Duration::from_nanos(self.late_total_ns.load(Ordering::Relaxed)),
+            forwarded: load(&self.forwarded),
+            ce_marked: link.marks,
+            queue_drops: link.queue_drops,
+            loss_drops: link.loss_drops,
+            overflow_drops: load(&self.overflow_drops),
+            write_errors: load(&self.write_errors),
+            late_max: Duration::from_nanos(load(&self.late_max_ns)),
+            late_total: Duration::from_nanos(load(&self.late_total_ns)),
         }
     }
 }
@@ -122,6 +180,11 @@ impl Counters {
 struct Shared {
     delay_ns: [AtomicU64; 2],
     counters: [Counters; 2],
+    /// Samples asked for, and the last one answered: the lab bumps the
+    /// first and pokes the thread, which takes the sample and sets the
+    /// second to what it found in the first.
+    samples_asked: AtomicU64,
+    samples_taken: AtomicU64,
     /// Why the thread stopped, if it stopped on its own.
     failure: Mutex<Option<String>>,
 }
@@ -131,34 +194,44 @@ struct Shared {
 pub(crate) struct DelayLine {
     shared: Arc<Shared>,
     stop: OwnedFd,
+    poke: OwnedFd,
     thread: Option<JoinHandle<()>>,
 }
 
 impl DelayLine {
     /// Starts forwarding between the two TUNs (forward, reverse).
-    pub(crate) fn start(tuns: [OwnedFd; 2], links: [&Link; 2]) -> Result<DelayLine, Error> {
+    pub(crate) fn start(tuns: [OwnedFd; 2], config: &LabConfig) -> Result<DelayLine, Error> {
         let shared = Arc::new(Shared::default());
+        let links = [&config.forward, &config.reverse];
+        let classifier = Arc::new(Classifier::new(&config.flows));
+        let mut lanes = Vec::with_capacity(2);
         for (lane, link) in links.iter().enumerate() {
-            shared.delay_ns[lane].store(nanos(link.delay), Ordering::Relaxed);
+            let own = link.bottleneck.as_ref().map_or(0, |b| b.delay);
+            shared.delay_ns[lane].store(nanos(link.delay) + own, Ordering::Relaxed);
+            let extras: Vec<u64> = config.flows.iter().map(|f| nanos(f.extra(lane))).collect();
+            lanes.push(Lane::new(
+                DELAY_LINE_SLOTS,
+                link.bottleneck.as_ref(),
+                Arc::clone(&classifier),
+                &extras,
+                // One generator per direction, each its own sequence.
+                config.seed ^ (lane as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            ));
         }
-        let lanes = links.map(|link| Lane::new(DELAY_LINE_SLOTS, link.bottleneck.as_ref()));
-        // SAFETY: eventfd has no memory preconditions.
-        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if raw < 0 {
-            let e = io::Error::last_os_error();
-            return Err(Error::failed(format!(
-                "cannot create the delay line's eventfd: {e}"
-            )));
-        }
-        // SAFETY: a fresh descriptor nothing else owns.
-        let stop = unsafe { OwnedFd::from_raw_fd(raw) };
-        let stop_raw = stop.as_raw_fd();
+        let lanes: [Lane; 2] = lanes.try_into().expect("two lanes");
+        let stop = eventfd("stop")?;
+        let poke = eventfd("sample")?;
+        let fds = Fds {
+            tuns,
+            stop: stop.as_raw_fd(),
+            poke: poke.as_raw_fd(),
+        };
         let thread_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("krlab-delay".into())
             .spawn(move || {
                 raise_priority();
-                if let Err(why) = forward(&tuns, lanes, &thread_shared, stop_raw) {
+                if let Err(why) = forward(&fds, lanes, &thread_shared) {
                     *thread_shared
                         .failure
                         .lock()
@@ -169,16 +242,51 @@ impl DelayLine {
         Ok(DelayLine {
             shared,
             stop,
+            poke,
             thread: Some(thread),
         })
     }
 
+    /// Sets the link delay of `lane` (its bottleneck's own delay
+    /// replaced too: `delay` is the whole of it).
     pub(crate) fn set_delay(&self, lane: usize, delay: Duration) {
         self.shared.delay_ns[lane].store(nanos(delay), Ordering::Relaxed);
     }
 
     pub(crate) fn stats(&self, lane: usize) -> DelayStats {
         self.shared.counters[lane].read()
+    }
+
+    pub(crate) fn lateness(&self, lane: usize) -> Lateness {
+        self.shared.counters[lane].late.read()
+    }
+
+    /// Both bottlenecks' queues and counters at one moment: the thread
+    /// takes the sample in its next pass.
+    pub(crate) fn sample(&self) -> Result<[QueueSample; 2], Error> {
+        let asked = self.shared.samples_asked.fetch_add(1, Ordering::AcqRel) + 1;
+        write_eventfd(self.poke.as_raw_fd());
+        let start = Instant::now();
+        while self.shared.samples_taken.load(Ordering::Acquire) < asked {
+            if let Some(why) = self.failure() {
+                return Err(Error::failed(why));
+            }
+            if start.elapsed() > SAMPLE_TIMEOUT {
+                return Err(Error::failed(format!(
+                    "the delay line did not take a queue sample within {SAMPLE_TIMEOUT:?}; \
+                     the machine is too busy for its timing to mean anything"
+                )));
+            }
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        Ok([0, 1].map(|lane| {
+            let c = &self.shared.counters[lane];
+            QueueSample {
+                packets: c.backlog_packets.load(Ordering::Relaxed),
+                bytes: c.backlog_bytes.load(Ordering::Relaxed),
+                link: c.link(),
+            }
+        }))
     }
 
     /// Why the thread stopped, if it has.
@@ -199,53 +307,45 @@ impl DelayLine {
 
 impl Drop for DelayLine {
     fn drop(&mut self) {
-        let one: u64 = 1;
-        // SAFETY: writes eight bytes from a live u64 to our eventfd.
-        unsafe {
-            libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8);
-        }
+        write_eventfd(self.stop.as_raw_fd());
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// Creates TUN device `name` in the calling thread's network namespace and
-/// returns its descriptor (non-blocking, close-on-exec).
-pub(crate) fn open_tun(name: &str) -> io::Result<OwnedFd> {
-    // SAFETY: a NUL-terminated constant path.
-    let raw = unsafe {
-        libc::open(
-            c"/dev/net/tun".as_ptr(),
-            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        )
-    };
+fn eventfd(what: &str) -> Result<OwnedFd, Error> {
+    // SAFETY: eventfd has no memory preconditions.
+    let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
     if raw < 0 {
-        return Err(io::Error::last_os_error());
+        let e = io::Error::last_os_error();
+        return Err(Error::failed(format!(
+            "cannot create the delay line's {what} eventfd: {e}"
+        )));
     }
     // SAFETY: a fresh descriptor nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    // SAFETY: ifreq is plain old data; all zeroes is a valid value.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    if name.len() >= ifr.ifr_name.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "interface name too long",
-        ));
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+fn write_eventfd(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes eight bytes from a live u64 to an eventfd.
+    unsafe {
+        libc::write(fd, (&one as *const u64).cast(), 8);
     }
-    for (dst, src) in ifr.ifr_name.iter_mut().zip(name.bytes()) {
-        *dst = src as libc::c_char;
+}
+
+/// Empties an eventfd, so that poll sleeps until the next write.
+fn read_eventfd(fd: RawFd) {
+    let mut n = 0u64;
+    // SAFETY: reads eight bytes into a live u64.
+    unsafe {
+        libc::read(fd, (&mut n as *mut u64).cast(), 8);
     }
-    ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
-    // SAFETY: TUNSETIFF reads and writes the ifreq we pass.
-    if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut ifr) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(fd)
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// SCHED_FIFO at the lowest real-time priority: above every ordinary
@@ -257,48 +357,95 @@ pub(crate) fn open_tun(name: &str) -> io::Result<OwnedFd> {
 /// forwarding gains too. The thread sleeps whenever nothing is due, and
 /// the kernel's real-time throttling keeps 5% of each second for others.
 /// Best effort: without CAP_SYS_NICE the thread stays at normal priority.
-fn raise_priority() {
-    let param = libc::sched_param { sched_priority: 1 };
-    // SAFETY: applies to the calling thread; reads the param we pass.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+pub(crate) fn raise_priority() {
+    set_fifo(0);
 }
 
-/// The thread's loop: release what is due, read what has arrived, sleep
-/// until the next release or arrival. Returns only on error or when the
-/// stop eventfd becomes readable.
-fn forward(
-    tuns: &[OwnedFd; 2],
-    mut lanes: [Lane; 2],
-    shared: &Shared,
+/// Puts thread `tid` (0: the calling thread) at SCHED_FIFO priority 1, if
+/// this process may.
+pub(crate) fn set_fifo(tid: libc::pid_t) {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: reads the param we pass; a bad tid is an error, not UB.
+    unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &param) };
+}
+
+/// The descriptors the thread waits on.
+struct Fds {
+    tuns: [OwnedFd; 2],
     stop: RawFd,
-) -> Result<(), String> {
+    poke: RawFd,
+}
+
+/// The thread's loop: release what is due, read what has arrived, take a
+/// sample if one was asked for, sleep until the next deadline or arrival.
+/// Returns only on error or when the stop eventfd becomes readable.
+fn forward(fds: &Fds, mut lanes: [Lane; 2], shared: &Shared) -> Result<(), String> {
     let timer =
         Timer::new().map_err(|e| format!("the delay line cannot create its timerfd: {e}"))?;
     let mut scratch = vec![0u8; SLOT];
     loop {
         let mut backlog = false;
-        for (lane, (queue, tun)) in lanes.iter_mut().zip(tuns).enumerate() {
+        for (lane, (queue, tun)) in lanes.iter_mut().zip(&fds.tuns).enumerate() {
             let counters = &shared.counters[lane];
-            release_due(queue, tun.as_raw_fd(), counters);
             let delay = shared.delay_ns[lane].load(Ordering::Relaxed);
+            release_due(queue, tun.as_raw_fd(), delay, counters);
             backlog |= read_arrivals(queue, tun.as_raw_fd(), &mut scratch, delay, counters)
                 .map_err(|e| format!("the delay line cannot read {}: {e}", TUNS[lane]))?;
+            counters.publish(queue.stats());
+        }
+        // Asked for a sample: looked at on every pass, not only when the
+        // eventfd woke the thread, which a busy delay line never sleeps
+        // long enough for.
+        if shared.samples_asked.load(Ordering::Acquire)
+            > shared.samples_taken.load(Ordering::Relaxed)
+        {
+            take_sample(&mut lanes, shared);
         }
         if backlog {
             continue;
         }
-        let next = lanes.iter().filter_map(Lane::next_release).min();
-        timer
-            .arm(next)
-            .map_err(|e| format!("the delay line cannot arm its timerfd: {e}"))?;
-        if wait(tuns, stop, &timer).map_err(|e| format!("the delay line cannot wait: {e}"))? {
+        let next = lanes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| l.next_deadline(shared.delay_ns[i].load(Ordering::Relaxed)))
+            .min();
+        // Due already (a short delay, or time spent reading): no sleep.
+        if next.is_some_and(|at| at <= now()) {
+            continue;
+        }
+        // With nothing to wait for, a timer left armed at an old deadline
+        // costs one spurious pass; disarming it would cost a system call
+        // every time the lanes empty, which at a short delay is every
+        // few packets.
+        if let Some(at) = next {
+            timer
+                .arm(at)
+                .map_err(|e| format!("the delay line cannot arm its timerfd: {e}"))?;
+        }
+        if wait(fds, &timer).map_err(|e| format!("the delay line cannot wait: {e}"))? {
             return Ok(());
         }
     }
 }
 
-fn release_due(lane: &mut Lane, tun: RawFd, counters: &Counters) {
+/// Both lanes' queues as they are now, for [`DelayLine::sample`].
+fn take_sample(lanes: &mut [Lane; 2], shared: &Shared) {
+    let asked = shared.samples_asked.load(Ordering::Acquire);
+    let at = now();
+    for (lane, queue) in lanes.iter_mut().enumerate() {
+        let c = &shared.counters[lane];
+        queue.advance(at, shared.delay_ns[lane].load(Ordering::Relaxed));
+        let (packets, bytes) = queue.backlog(at);
+        c.backlog_packets.store(packets as u64, Ordering::Relaxed);
+        c.backlog_bytes.store(bytes, Ordering::Relaxed);
+        c.publish(queue.stats());
+    }
+    shared.samples_taken.store(asked, Ordering::Release);
+}
+
+fn release_due(lane: &mut Lane, tun: RawFd, delay: u64, counters: &Counters) {
     let mut at = now();
+    lane.advance(at, delay);
     while let Some(packet) = lane.due(at) {
         // SAFETY: writes the packet's bytes, which live across the call.
         let n = unsafe { libc::write(tun, packet.as_ptr().cast(), packet.len()) };
@@ -307,11 +454,13 @@ fn release_due(lane: &mut Lane, tun: RawFd, counters: &Counters) {
             let late = at - lane.next_release().unwrap_or(at);
             counters.late_max_ns.fetch_max(late, Ordering::Relaxed);
             counters.late_total_ns.fetch_add(late, Ordering::Relaxed);
+            counters.late.record(late);
         } else {
             Counters::bump(&counters.write_errors);
         }
         lane.pop();
         at = now();
+        lane.advance(at, delay);
     }
 }
 
@@ -342,31 +491,28 @@ fn read_arrivals(
             Counters::bump(&counters.overflow_drops);
             continue;
         }
-        match lane.admit(n as usize, now(), delay) {
-            Verdict::Queued => {}
-            Verdict::Marked => Counters::bump(&counters.ce_marked),
-            Verdict::Dropped => Counters::bump(&counters.queue_drops),
-        }
+        lane.admit(n as usize, now(), delay);
     }
     Ok(true)
 }
 
-/// Sleeps until a TUN is readable, the timer fires, or the stop eventfd
-/// is readable (then true).
-fn wait(tuns: &[OwnedFd; 2], stop: RawFd, timer: &Timer) -> io::Result<bool> {
-    let mut fds = [
-        tuns[0].as_raw_fd(),
-        tuns[1].as_raw_fd(),
-        stop,
+/// Sleeps until a TUN is readable, the timer fires, or an eventfd is
+/// written; true if it was the stop eventfd.
+fn wait(fds: &Fds, timer: &Timer) -> io::Result<bool> {
+    let mut pollfds = [
+        fds.tuns[0].as_raw_fd(),
+        fds.tuns[1].as_raw_fd(),
+        fds.stop,
         timer.fd.as_raw_fd(),
+        fds.poke,
     ]
     .map(|fd| libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
     });
-    // SAFETY: four pollfds, live across the call.
-    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+    // SAFETY: five pollfds, live across the call.
+    let rc = unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, -1) };
     if rc < 0 {
         let e = io::Error::last_os_error();
         return if e.kind() == io::ErrorKind::Interrupted {
@@ -375,10 +521,14 @@ fn wait(tuns: &[OwnedFd; 2], stop: RawFd, timer: &Timer) -> io::Result<bool> {
             Err(e)
         };
     }
-    if fds[3].revents != 0 {
+    if pollfds[3].revents != 0 {
         timer.clear();
     }
-    Ok(fds[2].revents != 0)
+    // The sample itself is taken when the loop sees it was asked for.
+    if pollfds[4].revents != 0 {
+        read_eventfd(fds.poke);
+    }
+    Ok(pollfds[2].revents != 0)
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock release times are on, and
@@ -420,13 +570,11 @@ impl Timer {
         })
     }
 
-    /// Fires at `deadline` (a [`now`] value), or never for `None`.
-    fn arm(&self, deadline: Option<u64>) -> io::Result<()> {
-        if self.armed.get() == deadline {
+    /// Fires at `at` (a [`now`] value, after it).
+    fn arm(&self, at: u64) -> io::Result<()> {
+        if self.armed.get() == Some(at) {
             return Ok(());
         }
-        // Zero disarms; a deadline of 0 would be long past anyway.
-        let at = deadline.unwrap_or(0).max(u64::from(deadline.is_some()));
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
                 tv_sec: 0,
@@ -449,7 +597,7 @@ impl Timer {
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
-        self.armed.set(deadline);
+        self.armed.set(Some(at));
         Ok(())
     }
 

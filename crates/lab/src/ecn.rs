@@ -4,33 +4,17 @@
 //! (RFC 1624, equation 3) rather than recomputed; IPv6 has none.
 //!
 //! Whether to mark is the queue's decision (`kleinrock-link`, the
-//! simulator's queues); this file is the packet editing that carries it
-//! out, and [`IpPacket`] is how those queues see a packet in a slot.
-
-use kleinrock_link::packet::Packet;
+//! simulator's queues); this file reads whether a packet may be marked and
+//! does the editing that carries a mark out.
 
 /// The ECN field's values.
 const NOT_ECT: u8 = 0b00;
 const CE: u8 = 0b11;
 
-/// An IP packet in a delay-line slot, as `kleinrock-link`'s queues see
-/// it: its size is its IP length, it is ECN-capable if its header says
-/// so, and marking it sets CE in the header.
-pub(crate) struct IpPacket<'a>(pub(crate) &'a mut [u8]);
-
-impl Packet for IpPacket<'_> {
-    fn bytes(&self) -> u32 {
-        self.0.len() as u32
-    }
-
-    fn ecn_capable(&self) -> bool {
-        ecn_field(self.0).is_some_and(|ecn| ecn != NOT_ECT)
-    }
-
-    fn set_ce(&mut self) {
-        let marked = mark_ce(self.0);
-        debug_assert_ne!(marked, Marked::NotEct, "set_ce on a Not-ECT packet");
-    }
+/// Is the packet (IPv4 or IPv6, from its first byte) ECN-capable: ECT(0),
+/// ECT(1) or CE? Only such a packet is ever marked instead of dropped.
+pub(crate) fn ecn_capable(packet: &[u8]) -> bool {
+    ecn_field(packet).is_some_and(|ecn| ecn != NOT_ECT)
 }
 
 /// The ECN field of an IPv4 or IPv6 packet (from its first byte); `None`
@@ -94,12 +78,12 @@ fn fold(mut sum: u32) -> u16 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The checksum of an IPv4 header computed from scratch (RFC 791), as
     /// the independent reference.
-    fn header_checksum(header: &[u8]) -> u16 {
+    pub(crate) fn header_checksum(header: &[u8]) -> u16 {
         let sum = header
             .chunks(2)
             .enumerate()
@@ -188,25 +172,15 @@ mod tests {
     }
 
     #[test]
-    fn a_queue_sees_the_ip_length_and_whether_the_header_is_ecn_capable() {
+    fn ecn_capable_means_ect_or_ce_in_the_header() {
         for (tos, capable) in [(0xb8, false), (0xb9, true), (0xba, true), (0xbb, true)] {
-            let mut p = ipv4(tos, 7, 64);
-            let q = IpPacket(&mut p);
-            assert_eq!(q.bytes(), 52);
-            assert_eq!(q.ecn_capable(), capable, "tos {tos:#x}");
+            assert_eq!(ecn_capable(&ipv4(tos, 7, 64)), capable, "tos {tos:#x}");
         }
-        let mut p = ipv4(0b10, 7, 64);
-        IpPacket(&mut p).set_ce();
-        assert_eq!(p[1] & 0b11, CE);
-        assert_eq!(
-            u16::from_be_bytes([p[10], p[11]]),
-            header_checksum(&p[..20])
-        );
         let mut v6 = vec![0x60, 0x10, 0, 0];
         v6.resize(40, 0);
-        assert!(IpPacket(&mut v6).ecn_capable());
-        for mut runt in [vec![], vec![0x45, 0x02], vec![0x60, 0x20, 0, 0]] {
-            assert!(!IpPacket(&mut runt).ecn_capable());
+        assert!(ecn_capable(&v6));
+        for runt in [vec![], vec![0x45, 0x02], vec![0x60, 0x20, 0, 0]] {
+            assert!(!ecn_capable(&runt));
         }
     }
 

@@ -20,10 +20,12 @@ use std::time::Duration;
 
 use crate::awake::Awake;
 use crate::config::{check_loss, Direction, LabConfig, MAX_DELAY, MTU};
-use crate::delay::{self, DelayLine, DelayStats, TUNS};
+use crate::delay::{DelayLine, DelayStats, QueueSample};
 use crate::filter::{self, Drops};
+use crate::lateness::Lateness;
 use crate::netns::Node;
 use crate::tools::{self, Tools};
+use crate::tun::{self, TUNS};
 use crate::{shaper, sweep, Error};
 
 pub const SENDER_ADDR: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
@@ -153,9 +155,11 @@ impl Lab {
         self.change_drops(direction, |d| d.blackhole = on)
     }
 
-    /// Sets the one-way delay of `direction` for packets arriving from now
-    /// on. Packets never overtake each other: after a cut, new packets wait
-    /// behind those already in the delay line.
+    /// Sets the one-way delay of `direction` (the link's `delay` and its
+    /// bottleneck's own, which this replaces together) for packets leaving
+    /// the bottleneck from now on. A flow's packets never overtake each
+    /// other: after a cut, new packets wait behind those already in the
+    /// delay line.
     pub fn set_delay(&self, direction: Direction, delay: Duration) -> Result<(), Error> {
         if delay > MAX_DELAY {
             return Err(Error::invalid(format!(
@@ -176,6 +180,23 @@ impl Lab {
             .iter()
             .map(|&lane| self.delay.stats(lane))
             .fold(DelayStats::default(), DelayStats::merge)
+    }
+
+    /// Both bottlenecks' queues and counters, taken by the delay line at
+    /// one moment (forward, reverse): what the simulator's queues.csv and
+    /// link counters hold (see [`QueueSample`]). A direction without a
+    /// bottleneck has an empty queue and counts only what it carried.
+    pub fn queue_samples(&self) -> Result<[QueueSample; 2], Error> {
+        self.delay.sample()
+    }
+
+    /// How late the delay line wrote `direction`'s packets back, since the
+    /// lab started: quantiles of it, or [`Lateness::since`] an earlier
+    /// reading for a measurement's own.
+    pub fn lateness(&self, direction: Direction) -> Lateness {
+        let mut lanes = direction.lanes().iter().map(|&l| self.delay.lateness(l));
+        let first = lanes.next().expect("a direction has a lane");
+        lanes.fold(first, |a, b| a.merge(&b))
     }
 
     /// Fails if the delay line has stopped (it stops only on an error it
@@ -285,7 +306,7 @@ fn wire(tools: &Tools, sender: &Node, router: &Node, receiver: &Node) -> Result<
 /// Creates the TUNs inside the router, starts the delay line on them, and
 /// routes what arrives on each veth into its direction's TUN.
 fn start_delay_line(tools: &Tools, router: &Node, config: &LabConfig) -> Result<DelayLine, Error> {
-    let [fwd, rev] = router.run(|| TUNS.map(delay::open_tun))?;
+    let [fwd, rev] = router.run(|| TUNS.map(tun::open))?;
     let tun_error = |lane: usize, e: std::io::Error| {
         Error::failed(format!(
             "cannot create TUN device {} in {}: {e}",
@@ -297,7 +318,7 @@ fn start_delay_line(tools: &Tools, router: &Node, config: &LabConfig) -> Result<
         fwd.map_err(|e| tun_error(0, e))?,
         rev.map_err(|e| tun_error(1, e))?,
     ];
-    let delay = DelayLine::start(tuns, [&config.forward, &config.reverse])?;
+    let delay = DelayLine::start(tuns, config)?;
     let ingress = [ROUTER_SENDER_SIDE_IF, ROUTER_RECEIVER_SIDE_IF];
     for (lane, (tun, from)) in TUNS.iter().zip(ingress).enumerate() {
         let table = TABLES[lane];
@@ -320,5 +341,6 @@ fn start_delay_line(tools: &Tools, router: &Node, config: &LabConfig) -> Result<
             &format!("rule add iif {from} lookup {table} pref {table}"),
         )?;
     }
+    tun::tune(tools, router, config.gro)?;
     Ok(delay)
 }

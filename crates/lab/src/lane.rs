@@ -1,246 +1,373 @@
-//! One direction of the delay line, without I/O: a ring of packet slots in
-//! arrival order, each with the time it is to be released.
+//! One direction of the delay line, without I/O: the slots packets are
+//! read into, the bottleneck they cross, the loss at its far end, and the
+//! per-flow pipes that hold them until their release. This is the
+//! simulator's link (`crates/sim/src/link.rs` and the pipes of
+//! `world.rs`) on real packets:
 //!
-//! A packet's stay is decided when it arrives. With a bottleneck, the
-//! packet first waits in a FIFO served at a fixed rate; since the server
-//! is work-conserving and first-come first-served, its departure is
-//! `max(arrival, previous departure) + size / rate`, known at arrival. The
-//! propagation delay follows: release = departure + delay. Releases never
-//! go backwards (a delay shortened at run time makes later packets wait
-//! behind earlier ones rather than overtake them), so one ring in arrival
-//! order holds both the bottleneck's queue and the packets "on the wire",
-//! and the next event is always the head's release.
+//! ```text
+//! read ─► bottleneck (queue, serializer) ─► loss ─► pipe of the packet's flow ─► write
+//!          bottleneck.rs                    LossModel   delay + the flow's own + jitter
+//! ```
 //!
-//! Whether the bottleneck takes a packet is decided by `kleinrock-link`'s
-//! FIFO, the one the simulator's FIFO links run, with the same arithmetic:
-//! an arrival that finds the link busy and `limit` packets waiting (the one
-//! being sent not counted) is dropped, and an ECN-capable one that finds
-//! at least K waiting is marked CE (DCTCP's step marking: more than K in
-//! the switch, the one being sent included; Alizadeh et al., "Data Center
-//! TCP", SIGCOMM 2010, section 3.1); an arrival that finds the link idle
-//! is sent at once. The one difference from the simulator is the size the
-//! rate serves: the frame on veth (IP packet plus Ethernet header), as tbf
-//! counts it, where the simulator's link serves the IP packet.
+//! A packet leaving the bottleneck at `departure` is released at
+//! `departure + delay + the flow's extra delay + jitter` (jitter only on TCP
+//! segments carrying data, as the simulator's data pipes), but never
+//! before the packet of its pipe released last: releases within a flow
+//! never go backwards, so neither jitter nor a delay shortened at run time
+//! reorders a flow. Packets of different flows, whose paths differ, do
+//! pass each other, as in the simulator's dumbbell. Without a bottleneck a
+//! packet departs as it arrives, and only the delays apply.
+//!
+//! Storage is allocated once: a pool of slots (a free list, since packets
+//! leave the bottleneck out of arrival order when an AQM drops from a
+//! queue's head or FQ-CoDel serves flows in turn), each pipe a list linked
+//! through the slots' metadata, and a heap of the pipes' heads, so that
+//! the next release is found in O(log flows). The queues hold
+//! [`Slotted`] handles, and give back the ones they drop, whose slots are
+//! then free again.
 
-use kleinrock_link::queue::{Fifo, Limit, Verdict};
-use kleinrock_link::time::serialization;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
 
-use crate::config::{Bottleneck, ETHERNET_HEADER, MTU};
-use crate::ecn::IpPacket;
+use kleinrock_cc::rand::SplitMix64;
+use kleinrock_link::config::{LinkConfig, LinkStats};
+use kleinrock_link::jitter::Jitter;
+use kleinrock_link::loss::LossModel;
+use kleinrock_link::packet::ToFree;
+use kleinrock_link::queue::Verdict;
+use kleinrock_link::time::Time;
+
+use crate::bottleneck::{Bottleneck, Slotted};
+use crate::classify::Classifier;
+use crate::config::MTU;
+use crate::ecn;
 
 /// Bytes per slot: the TUN devices' MTU rounded up to a power of two, so
 /// that every packet fits.
 pub(crate) const SLOT: usize = (MTU as usize).next_power_of_two();
 
+/// No slot: the end of a pipe's list.
+const NIL: u32 = u32::MAX;
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Meta {
-    len: u16,
-    release: u64,
+    len: u32,
+    /// The next slot of its pipe, in release order.
+    next: u32,
+    release: Time,
 }
 
-/// The bottleneck: the link models' FIFO in front of a serializer of fixed
-/// rate.
+/// The slots, allocated once; pages are touched only as packets fill them,
+/// and the free list is a stack, so a lab that never holds many packets
+/// never touches many pages.
 #[derive(Debug)]
-struct Server {
-    rate_bps: u64,
-    fifo: Fifo,
-    /// When the last admitted packet leaves the bottleneck.
-    busy_until: u64,
-}
-
-impl Server {
-    fn new(b: &Bottleneck) -> Server {
-        Server {
-            rate_bps: b.rate_bps,
-            fifo: Fifo::new(Limit::Packets(b.limit), b.ecn_threshold),
-            busy_until: 0,
-        }
-    }
-
-    /// Time to send a `len`-byte IP packet as a frame on veth.
-    fn service_ns(&self, len: usize) -> u64 {
-        serialization(len as u32 + ETHERNET_HEADER, self.rate_bps)
-    }
-
-    /// A packet arrives at `now`: the FIFO decides (and may set CE on it);
-    /// if it is taken, its departure is then [`Server::busy_until`].
-    fn admit(&mut self, now: u64, packet: &mut [u8]) -> Verdict {
-        self.fifo.advance(now, self.busy_until);
-        let start = self.busy_until.max(now);
-        let verdict = self.fifo.admit(now, &mut IpPacket(packet), start);
-        if verdict != Verdict::Dropped {
-            self.busy_until = start + self.service_ns(packet.len());
-        }
-        verdict
-    }
-}
-
-/// Slots and their metadata, indexed by absolute packet numbers.
-#[derive(Debug)]
-struct Ring {
+struct Pool {
     buf: Box<[u8]>,
     meta: Box<[Meta]>,
-    mask: usize,
-    /// The next packet to release, and the next free slot.
-    head: u64,
-    tail: u64,
+    free: Vec<u32>,
 }
 
-impl Ring {
-    fn is_full(&self) -> bool {
-        self.tail - self.head == self.meta.len() as u64
+impl Pool {
+    fn new(slots: usize) -> Pool {
+        Pool {
+            buf: vec![0; slots * SLOT].into_boxed_slice(),
+            meta: vec![Meta::default(); slots].into_boxed_slice(),
+            free: (0..slots as u32).rev().collect(),
+        }
     }
 
-    fn meta(&self, n: u64) -> &Meta {
-        &self.meta[n as usize & self.mask]
-    }
-
-    fn bytes_mut(&mut self, n: u64, len: usize) -> &mut [u8] {
-        let at = (n as usize & self.mask) * SLOT;
+    fn bytes_mut(&mut self, slot: u32) -> &mut [u8] {
+        let at = slot as usize * SLOT;
+        let len = self.meta[slot as usize].len as usize;
         &mut self.buf[at..at + len]
     }
+
+    fn bytes(&self, slot: u32) -> &[u8] {
+        let at = slot as usize * SLOT;
+        &self.buf[at..at + self.meta[slot as usize].len as usize]
+    }
+}
+
+impl ToFree<Slotted> for Pool {
+    fn free(&mut self, p: Slotted) {
+        self.free.push(p.slot);
+    }
+}
+
+/// A flow's pipe: its extra delay, its packets in release order (a list
+/// through the slots' metadata), and its latest release.
+#[derive(Clone, Copy, Debug)]
+struct Pipe {
+    extra: Time,
+    head: u32,
+    tail: u32,
+    last: Time,
 }
 
 /// All times are nanoseconds on one monotonic clock.
 #[derive(Debug)]
 pub(crate) struct Lane {
-    ring: Ring,
-    last_release: u64,
-    server: Option<Server>,
+    pool: Pool,
+    classifier: Arc<Classifier>,
+    bottleneck: Option<Bottleneck>,
+    loss: LossModel,
+    jitter: Jitter,
+    rng: SplitMix64,
+    /// Pipe 0 for packets of no configured flow, then one per flow.
+    pipes: Box<[Pipe]>,
+    /// (release, pipe) of every pipe's head.
+    heads: BinaryHeap<Reverse<(Time, u16)>>,
+    stats: LinkStats,
 }
 
 impl Lane {
-    /// A lane of `capacity` slots (a power of two), allocated here once;
-    /// the pages are touched only as packets fill them.
-    pub(crate) fn new(capacity: usize, bottleneck: Option<&Bottleneck>) -> Lane {
-        assert!(capacity.is_power_of_two(), "lane capacity {capacity}");
+    /// A lane of `slots` slots, allocated here once. `link` is the
+    /// bottleneck (its queue, rate or trace, loss and jitter; its delay is
+    /// the caller's to add), `extras` the flows' extra delays this way.
+    pub(crate) fn new(
+        slots: usize,
+        link: Option<&LinkConfig>,
+        classifier: Arc<Classifier>,
+        extras: &[Time],
+        seed: u64,
+    ) -> Lane {
+        let pipe = |extra| Pipe {
+            extra,
+            head: NIL,
+            tail: NIL,
+            last: 0,
+        };
+        let pipes: Box<[Pipe]> = std::iter::once(0)
+            .chain(extras.iter().copied())
+            .map(pipe)
+            .collect();
         Lane {
-            ring: Ring {
-                buf: vec![0; capacity * SLOT].into_boxed_slice(),
-                meta: vec![Meta::default(); capacity].into_boxed_slice(),
-                mask: capacity - 1,
-                head: 0,
-                tail: 0,
-            },
-            last_release: 0,
-            server: bottleneck.map(Server::new),
+            pool: Pool::new(slots),
+            classifier,
+            bottleneck: link.map(|l| Bottleneck::new(l, slots)),
+            loss: link.map_or(LossModel::None, |l| l.loss.clone()),
+            jitter: Jitter::new(link.map_or(0, |l| l.jitter)),
+            rng: SplitMix64::new(seed),
+            heads: BinaryHeap::with_capacity(pipes.len()),
+            pipes,
+            stats: LinkStats::default(),
         }
     }
 
     /// The slot the next arrival is to be read into, or `None` when every
-    /// slot holds a packet not yet released.
+    /// slot holds a packet.
     pub(crate) fn free_slot(&mut self) -> Option<&mut [u8]> {
-        if self.ring.is_full() {
-            return None;
-        }
-        Some(self.ring.bytes_mut(self.ring.tail, SLOT))
+        let &slot = self.pool.free.last()?;
+        let at = slot as usize * SLOT;
+        Some(&mut self.pool.buf[at..at + SLOT])
     }
 
     /// Commits the `len` bytes just read into [`Lane::free_slot`], which
-    /// arrived at `now` and are to cross a propagation delay of `delay`:
-    /// queued (perhaps marked CE by the bottleneck) or dropped by it.
-    pub(crate) fn admit(&mut self, len: usize, now: u64, delay: u64) -> Verdict {
-        debug_assert!(len <= SLOT && !self.ring.is_full());
-        let ring = &mut self.ring;
-        let mut verdict = Verdict::Queued;
-        let mut departure = now;
-        if let Some(server) = self.server.as_mut() {
-            verdict = server.admit(now, ring.bytes_mut(ring.tail, len));
-            if verdict == Verdict::Dropped {
-                return verdict;
-            }
-            departure = server.busy_until;
-        }
-        let release = (departure + delay).max(self.last_release);
-        self.last_release = release;
-        let i = ring.tail as usize & ring.mask;
-        ring.meta[i] = Meta {
-            len: len as u16,
-            release,
+    /// arrived at `now`; `delay` is the link's one-way delay now. Departures
+    /// due by `now` are taken first.
+    pub(crate) fn admit(&mut self, len: usize, now: Time, delay: Time) -> Verdict {
+        let slot = self.pool.free.pop().expect("admit after free_slot");
+        self.pool.meta[slot as usize].len = len as u32;
+        let class = self.classifier.classify(self.pool.bytes(slot));
+        let p = Slotted {
+            slot,
+            len: len as u32,
+            class,
+            ce: false,
+            enqueued: now,
         };
-        ring.tail += 1;
-        verdict
-    }
-
-    /// When the head packet is to be released, if there is one.
-    pub(crate) fn next_release(&self) -> Option<u64> {
-        let ring = &self.ring;
-        (ring.head < ring.tail).then(|| ring.meta(ring.head).release)
-    }
-
-    /// The head packet, if its release time has come by `now`.
-    pub(crate) fn due(&self, now: u64) -> Option<&[u8]> {
-        let ring = &self.ring;
-        let meta = ring.meta(ring.head);
-        if ring.head == ring.tail || meta.release > now {
-            return None;
+        self.advance(now, delay);
+        match self.bottleneck.as_mut() {
+            Some(b) => b.arrive(now, p, &mut self.rng, &mut self.stats, &mut self.pool),
+            None => {
+                self.propagate(p, now, delay);
+                Verdict::Queued
+            }
         }
-        let at = (ring.head as usize & ring.mask) * SLOT;
-        Some(&ring.buf[at..at + usize::from(meta.len)])
     }
 
-    /// Forgets the head packet (after [`Lane::due`] handed it out).
+    /// Moves every packet that has left the bottleneck by `now` into its
+    /// pipe (`delay`: the link's one-way delay now).
+    pub(crate) fn advance(&mut self, now: Time, delay: Time) {
+        while let Some(b) = self.bottleneck.as_mut() {
+            let Some((p, at)) = b.depart(now, &mut self.stats, &mut self.pool) else {
+                return;
+            };
+            self.leave(p, at, delay);
+        }
+    }
+
+    /// A packet leaves the bottleneck at `at`: the loss process may take
+    /// it; a mark the queue decided is written into its header.
+    fn leave(&mut self, p: Slotted, at: Time, delay: Time) {
+        let index = self.stats.tx_packets;
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += u64::from(p.len);
+        if self.loss.drop(&mut self.rng, index) {
+            self.stats.loss_drops += 1;
+            self.pool.free(p);
+            return;
+        }
+        if p.ce {
+            ecn::mark_ce(self.pool.bytes_mut(p.slot));
+        }
+        self.propagate(p, at, delay);
+    }
+
+    fn propagate(&mut self, p: Slotted, departure: Time, delay: Time) {
+        let i = usize::from(p.class.path);
+        let jitter = if p.class.data {
+            self.jitter.draw(&mut self.rng)
+        } else {
+            0
+        };
+        let pipe = &mut self.pipes[i];
+        let release = (departure + delay + pipe.extra + jitter).max(pipe.last);
+        pipe.last = release;
+        let meta = &mut self.pool.meta[p.slot as usize];
+        meta.release = release;
+        meta.next = NIL;
+        if pipe.head == NIL {
+            pipe.head = p.slot;
+            self.heads.push(Reverse((release, i as u16)));
+        } else {
+            self.pool.meta[pipe.tail as usize].next = p.slot;
+        }
+        pipe.tail = p.slot;
+    }
+
+    /// When the next packet is to be released, if one is in a pipe.
+    pub(crate) fn next_release(&self) -> Option<Time> {
+        self.heads.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// When the lane next has something to do: a release, or a departure
+    /// from the bottleneck, which can wait until `delay` after it (its
+    /// packet is released no sooner).
+    pub(crate) fn next_deadline(&self, delay: Time) -> Option<Time> {
+        let departure = self
+            .bottleneck
+            .as_ref()
+            .and_then(Bottleneck::next_departure);
+        match (self.next_release(), departure.map(|d| d + delay)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next packet to release, if its time has come by `now` (call
+    /// [`Lane::advance`] first).
+    pub(crate) fn due(&self, now: Time) -> Option<&[u8]> {
+        let &Reverse((at, pipe)) = self.heads.peek()?;
+        (at <= now).then(|| self.pool.bytes(self.pipes[usize::from(pipe)].head))
+    }
+
+    /// Forgets the packet [`Lane::due`] handed out; its slot is free again.
     pub(crate) fn pop(&mut self) {
-        debug_assert!(self.ring.head < self.ring.tail);
-        self.ring.head += 1;
+        let Some(Reverse((_, i))) = self.heads.pop() else {
+            return;
+        };
+        let pipe = &mut self.pipes[usize::from(i)];
+        let slot = pipe.head;
+        pipe.head = self.pool.meta[slot as usize].next;
+        if pipe.head == NIL {
+            pipe.tail = NIL;
+        } else {
+            let release = self.pool.meta[pipe.head as usize].release;
+            self.heads.push(Reverse((release, i)));
+        }
+        self.pool.free.push(slot);
+    }
+
+    /// The bottleneck's backlog at `now` (packets and bytes waiting, the
+    /// one being sent not counted), after [`Lane::advance`].
+    pub(crate) fn backlog(&mut self, now: Time) -> (usize, u64) {
+        self.bottleneck.as_mut().map_or((0, 0), |b| b.backlog(now))
+    }
+
+    pub(crate) fn stats(&self) -> LinkStats {
+        self.stats
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::classify::tests::ipv4;
+    use crate::classify::{FlowPath, Proto};
+    use kleinrock_link::codel::CodelParams;
+    use kleinrock_link::config::QueueConfig;
+    use kleinrock_link::queue::Limit;
+    use kleinrock_link::time::{MS, US};
 
-    const MS: u64 = 1_000_000;
-    const US: u64 = 1_000;
-
-    /// A 1486-byte IPv4 packet (1500 bytes as a frame: 12000 bits) with the
-    /// given ECN bits and a tag in its last byte.
+    /// A 1500-byte IPv4 TCP segment to port 5001 (or from it, `back`)
+    /// with the given ECN bits and a tag in its last byte.
     fn packet(ecn: u8, tag: u8) -> Vec<u8> {
-        let mut p = vec![0u8; 1486];
-        p[0] = 0x45;
-        p[1] = ecn;
-        p[1485] = tag;
+        tagged(ipv4(6, 40000, 5001, 1460, ecn), tag)
+    }
+
+    fn tagged(mut p: Vec<u8>, tag: u8) -> Vec<u8> {
+        *p.last_mut().unwrap() = tag;
         p
     }
 
-    fn offer(lane: &mut Lane, p: &[u8], now: u64, delay: u64) -> Verdict {
+    fn lane(slots: usize, link: Option<&LinkConfig>, flows: &[FlowPath]) -> Lane {
+        let extras: Vec<Time> = flows
+            .iter()
+            .map(|f| f.extra(0).as_nanos() as Time)
+            .collect();
+        Lane::new(slots, link, Arc::new(Classifier::new(flows)), &extras, 1)
+    }
+
+    fn offer(lane: &mut Lane, p: &[u8], now: Time, delay: Time) -> Verdict {
         lane.free_slot().unwrap()[..p.len()].copy_from_slice(p);
         lane.admit(p.len(), now, delay)
     }
 
     /// Every packet with its release time, in release order.
-    fn drain(lane: &mut Lane) -> Vec<(u64, Vec<u8>)> {
+    fn drain(lane: &mut Lane, delay: Time) -> Vec<(Time, Vec<u8>)> {
         let mut out = Vec::new();
-        while let Some(at) = lane.next_release() {
+        loop {
+            lane.advance(Time::MAX, delay);
+            let Some(at) = lane.next_release() else {
+                return out;
+            };
             assert_eq!(lane.due(at - 1), None, "released early");
             out.push((at, lane.due(at).unwrap().to_vec()));
             lane.pop();
         }
-        out
     }
 
-    /// 12 Mbit/s serves a 1500-byte frame in exactly 1 ms.
-    fn bottleneck(limit: u32, k: Option<u32>) -> Bottleneck {
-        Bottleneck {
-            rate_bps: 12_000_000,
-            limit,
-            ecn_threshold: k,
-        }
+    fn releases(out: &[(Time, Vec<u8>)]) -> Vec<Time> {
+        out.iter().map(|(t, _)| *t).collect()
+    }
+
+    /// 12 Mbit/s sends a 1500-byte packet in exactly 1 ms.
+    fn fifo(limit: u32, k: Option<u32>) -> LinkConfig {
+        LinkConfig::new(
+            12_000_000,
+            QueueConfig::Fifo {
+                limit: Limit::Packets(limit),
+                mark_at: k,
+            },
+        )
     }
 
     #[test]
     fn each_packet_is_held_exactly_the_delay_in_order() {
-        let mut lane = Lane::new(8, None);
+        let mut lane = lane(8, None, &[]);
         for (i, t) in [0, US, 5 * US, 5 * US, 7 * MS].into_iter().enumerate() {
             assert_eq!(
                 offer(&mut lane, &packet(0, i as u8), t, 20 * MS),
                 Verdict::Queued
             );
         }
-        let out = drain(&mut lane);
-        let releases: Vec<u64> = out.iter().map(|(t, _)| *t).collect();
+        let out = drain(&mut lane, 20 * MS);
         assert_eq!(
-            releases,
+            releases(&out),
             [
                 20 * MS,
                 20 * MS + US,
@@ -249,24 +376,26 @@ mod tests {
                 27 * MS
             ]
         );
-        let tags: Vec<u8> = out.iter().map(|(_, p)| p[1485]).collect();
+        let tags: Vec<u8> = out.iter().map(|(_, p)| p[1499]).collect();
         assert_eq!(tags, [0, 1, 2, 3, 4]);
-        assert!(out.iter().all(|(_, p)| p.len() == 1486));
+        assert!(out.iter().all(|(_, p)| p.len() == 1500));
     }
 
     #[test]
     fn a_shortened_delay_does_not_reorder() {
-        let mut lane = Lane::new(8, None);
+        let mut lane = lane(8, None, &[]);
         offer(&mut lane, &packet(0, 0), 0, 20 * MS);
         offer(&mut lane, &packet(0, 1), MS, 5 * MS);
         offer(&mut lane, &packet(0, 2), 30 * MS, 5 * MS);
-        let releases: Vec<u64> = drain(&mut lane).iter().map(|(t, _)| *t).collect();
-        assert_eq!(releases, [20 * MS, 20 * MS, 35 * MS]);
+        assert_eq!(
+            releases(&drain(&mut lane, 5 * MS)),
+            [20 * MS, 20 * MS, 35 * MS]
+        );
     }
 
     #[test]
     fn the_bottleneck_serves_back_to_back_at_its_rate_then_the_delay_follows() {
-        let mut lane = Lane::new(16, Some(&bottleneck(100, None)));
+        let mut lane = lane(16, Some(&fifo(100, None)), &[]);
         for i in 0..3 {
             offer(&mut lane, &packet(0, i), 0, 10 * MS);
         }
@@ -274,103 +403,178 @@ mod tests {
         offer(&mut lane, &packet(0, 3), 50 * MS, 10 * MS);
         // Arrives while the fourth is being sent.
         offer(&mut lane, &packet(0, 4), 50 * MS + 300 * US, 10 * MS);
-        let releases: Vec<u64> = drain(&mut lane).iter().map(|(t, _)| *t).collect();
-        assert_eq!(releases, [11 * MS, 12 * MS, 13 * MS, 61 * MS, 62 * MS]);
+        assert_eq!(
+            releases(&drain(&mut lane, 10 * MS)),
+            [11 * MS, 12 * MS, 13 * MS, 61 * MS, 62 * MS]
+        );
+        let stats = lane.stats();
+        assert_eq!((stats.tx_packets, stats.tx_bytes), (5, 7500));
     }
 
     #[test]
-    fn ect_arrivals_finding_more_than_k_queued_are_marked_and_the_limit_drops() {
+    fn ect_arrivals_finding_k_waiting_are_marked_and_the_limit_drops() {
         // At most 4 waiting, 5 with the one being sent.
-        let mut lane = Lane::new(16, Some(&bottleneck(4, Some(2))));
+        let mut lane = lane(16, Some(&fifo(4, Some(2))), &[]);
         let verdicts: Vec<Verdict> = (0..7)
             .map(|i| offer(&mut lane, &packet(0b10, i), 0, 0))
             .collect();
         use Verdict::*;
-        // In the bottleneck at arrival, the one being sent included: 0 1 2
-        // 3 4 5 5; waiting: none (sent at once), 0 1 2 3 4 4.
+        // Waiting at arrival: none (sent at once), 0 1 2 3 4 4.
         assert_eq!(
             verdicts,
             [Queued, Queued, Queued, Marked, Marked, Dropped, Dropped]
         );
-        // At 2.5 ms two have left: the arrival finds 3 in the bottleneck,
-        // more than K (2 waiting, at least K).
+        // At 2.5 ms two have left: the arrival finds 2 waiting, K.
         assert_eq!(offer(&mut lane, &packet(0b01, 7), 2500 * US, 0), Marked);
         // By 5.5 ms the first five have left; only the one that arrived at
         // 2.5 ms (departing at 6 ms) is still queued.
         assert_eq!(offer(&mut lane, &packet(0b10, 8), 5500 * US, 0), Queued);
-        let out = drain(&mut lane);
-        let marks: Vec<(u8, u8)> = out.iter().map(|(_, p)| (p[1485], p[1] & 3)).collect();
+        let out = drain(&mut lane, 0);
+        let marks: Vec<(u8, u8)> = out.iter().map(|(_, p)| (p[1499], p[1] & 3)).collect();
         assert_eq!(
             marks,
             [(0, 2), (1, 2), (2, 2), (3, 3), (4, 3), (7, 3), (8, 2)]
         );
-        let releases: Vec<u64> = out.iter().map(|(t, _)| *t).collect();
         assert_eq!(
-            releases,
+            releases(&out),
             [MS, 2 * MS, 3 * MS, 4 * MS, 5 * MS, 6 * MS, 7 * MS]
         );
+        // The mark is in the header, with a checksum that still verifies.
+        let marked = &out[3].1;
+        assert_eq!(
+            ecn::tests::header_checksum(&marked[..20]),
+            u16::from_be_bytes([marked[10], marked[11]])
+        );
+        assert_eq!((lane.stats().marks, lane.stats().queue_drops), (3, 2));
     }
 
     #[test]
     fn not_ect_packets_are_never_marked_but_are_dropped_at_the_limit() {
-        let mut lane = Lane::new(16, Some(&bottleneck(3, Some(1))));
+        let mut lane = lane(16, Some(&fifo(3, Some(1))), &[]);
         let verdicts: Vec<Verdict> = (0..5)
             .map(|i| offer(&mut lane, &packet(0, i), 0, 0))
             .collect();
         use Verdict::*;
         assert_eq!(verdicts, [Queued, Queued, Queued, Queued, Dropped]);
-        assert!(drain(&mut lane).iter().all(|(_, p)| p[1] == 0));
+        assert!(drain(&mut lane, 0).iter().all(|(_, p)| p[1] == 0));
     }
 
     #[test]
-    fn a_packet_released_before_the_queue_is_next_looked_at_is_not_counted() {
-        // Release (departure + 0 delay) pops packets before the bottleneck
-        // next looks at its queue: what it counts must not depend on what
-        // the ring has released.
-        let mut lane = Lane::new(4, Some(&bottleneck(10, Some(0))));
-        offer(&mut lane, &packet(0b10, 0), 0, 0);
-        offer(&mut lane, &packet(0b10, 1), 0, 0);
-        while lane.due(10 * MS).is_some() {
-            lane.pop();
-        }
-        for i in 0..4 {
-            assert_eq!(
-                offer(&mut lane, &packet(0b10, i), 10 * MS, 0),
-                if i == 0 {
-                    Verdict::Queued
-                } else {
-                    Verdict::Marked
-                }
-            );
-        }
-    }
-
-    #[test]
-    fn a_full_ring_has_no_free_slot_until_the_head_is_released() {
-        let mut lane = Lane::new(4, None);
-        for i in 0..4 {
+    fn a_full_pool_has_no_free_slot_until_a_packet_is_released_or_dropped() {
+        let mut lane = lane(4, Some(&fifo(2, None)), &[]);
+        for i in 0..3 {
             offer(&mut lane, &packet(0, i), 0, MS);
         }
+        // The fourth is dropped by the queue: its slot is free again.
+        assert_eq!(offer(&mut lane, &packet(0, 3), 0, MS), Verdict::Dropped);
+        assert!(lane.free_slot().is_some());
+        offer(&mut lane, &packet(0, 4), 3 * MS, MS);
         assert!(lane.free_slot().is_none());
-        assert_eq!(lane.due(MS - 1), None);
-        assert_eq!(lane.due(MS).unwrap()[1485], 0);
+        lane.advance(2 * MS, MS);
+        assert_eq!(lane.due(2 * MS).unwrap()[1499], 0);
         lane.pop();
         assert!(lane.free_slot().is_some());
-        offer(&mut lane, &packet(0, 4), 2 * MS, MS);
-        let tags: Vec<u8> = drain(&mut lane).iter().map(|(_, p)| p[1485]).collect();
-        assert_eq!(tags, [1, 2, 3, 4]);
+        let tags: Vec<u8> = drain(&mut lane, MS).iter().map(|(_, p)| p[1499]).collect();
+        assert_eq!(tags, [1, 2, 4]);
     }
 
     #[test]
-    fn service_time_counts_the_ethernet_header() {
-        let server = Server::new(&Bottleneck {
-            rate_bps: 10_000_000,
-            limit: 1,
-            ecn_threshold: None,
-        });
-        // (1500 + 14) * 8 bits at 10 Mbit/s.
-        assert_eq!(server.service_ns(1500), 1_211_200);
-        // 40-byte ACK: 54 * 8 bits.
-        assert_eq!(server.service_ns(40), 43_200);
+    fn loss_takes_packets_leaving_the_bottleneck_and_counts_them() {
+        let mut link = fifo(1000, None);
+        link.loss = LossModel::Indices(vec![1, 2, 5]);
+        let mut lane = lane(64, Some(&link), &[]);
+        for i in 0..8 {
+            offer(&mut lane, &packet(0, i), 0, 0);
+        }
+        let tags: Vec<u8> = drain(&mut lane, 0).iter().map(|(_, p)| p[1499]).collect();
+        assert_eq!(tags, [0, 3, 4, 6, 7]);
+        let stats = lane.stats();
+        assert_eq!((stats.tx_packets, stats.loss_drops), (8, 3));
+        // Every slot is free again.
+        assert_eq!(lane.pool.free.len(), 64);
+    }
+
+    #[test]
+    fn each_flow_has_its_own_pipe_and_no_pipe_goes_backwards() {
+        let ms = Duration::from_millis;
+        let flows = [
+            FlowPath {
+                proto: Proto::Tcp,
+                port: 5001,
+                forward: ms(30),
+                reverse: ms(0),
+            },
+            FlowPath {
+                proto: Proto::Icmp,
+                port: 9,
+                forward: ms(5),
+                reverse: ms(0),
+            },
+        ];
+        let mut link = fifo(100, None);
+        link.jitter = 3 * MS;
+        let mut lane = lane(64, Some(&link), &flows);
+        let long = |tag| packet(0, tag);
+        let ping = |tag| tagged(ipv4(1, 8, 9, 56, 0), tag);
+        let other = |tag| tagged(ipv4(17, 40000, 7000, 100, 0), tag);
+        for i in 0..10 {
+            offer(&mut lane, &long(i), 0, 2 * MS);
+        }
+        offer(&mut lane, &ping(100), 0, 2 * MS);
+        offer(&mut lane, &other(200), 0, 2 * MS);
+        let out = drain(&mut lane, 2 * MS);
+        let of = |tag_range: std::ops::Range<u8>| -> Vec<Time> {
+            out.iter()
+                .filter(|(_, p)| tag_range.contains(p.last().unwrap()))
+                .map(|(t, _)| *t)
+                .collect()
+        };
+        // The data segments: after their departures (1 to 10 ms), 2 ms of
+        // link delay, 30 of their own, and up to 3 of jitter; in order.
+        let long = of(0..10);
+        assert_eq!(long.len(), 10);
+        for (i, t) in long.iter().enumerate() {
+            let departed = (i as Time + 1) * MS;
+            assert!(
+                *t >= departed + 32 * MS && *t <= departed + 35 * MS,
+                "{i}: {t}"
+            );
+        }
+        assert!(long.windows(2).all(|w| w[0] <= w[1]));
+        // The ping (84 bytes, sent after the ten in 56 us) takes its own
+        // 5 ms, no jitter, and passes the data segments still in their
+        // pipe; another flow's packet (128 bytes, 85.334 us) the link's
+        // delay only.
+        let ping_departs = 10 * MS + 56 * US;
+        assert_eq!(of(100..101), [ping_departs + 7 * MS]);
+        assert_eq!(of(200..201), [ping_departs + 85_334 + 2 * MS]);
+        let tags: Vec<u8> = out.iter().map(|(_, p)| *p.last().unwrap()).collect();
+        assert_eq!(tags[..2], [200, 100]);
+    }
+
+    #[test]
+    fn codel_drops_from_the_head_and_the_slots_come_back() {
+        let link = LinkConfig::new(12_000_000, QueueConfig::Codel(CodelParams::default()));
+        let mut lane = lane(4096, Some(&link), &[]);
+        // 1500 bytes every 800 us into a link that sends one per ms.
+        for i in 0..2000u64 {
+            let p = packet(0, i as u8);
+            let now = i * 800 * US;
+            lane.advance(now, 0);
+            while lane.due(now).is_some() {
+                lane.pop();
+            }
+            offer(&mut lane, &p, now, 0);
+        }
+        let stats = lane.stats();
+        assert!(stats.queue_drops > 0);
+        let (waiting, _) = lane.backlog(1600 * MS);
+        drain(&mut lane, 0);
+        // Every slot not dropped was released, and every dropped one freed.
+        assert_eq!(lane.pool.free.len(), 4096);
+        assert_eq!(
+            stats.tx_packets + stats.queue_drops + waiting as u64 + 1,
+            2000
+        );
     }
 }

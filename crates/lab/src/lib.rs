@@ -3,9 +3,12 @@
 //!
 //! A [`Lab`] is three network namespaces, a sender, a router and a
 //! receiver, joined by veth pairs. The router carries the link: per
-//! direction a rate (tc tbf), a one-way propagation delay (a userspace
-//! delay line over TUN devices, which can also be a rate-limited FIFO with
-//! DCTCP-style ECN marking: `kleinrock-link`'s, the simulator's), random loss and a blackhole switch (iptables).
+//! direction a userspace delay line over TUN devices that runs the
+//! simulator's bottleneck ([`LinkConfig`], `kleinrock-link`'s: rate or
+//! mahimahi trace, FIFO with step marking, CoDel, FQ-CoDel or RED,
+//! Bernoulli or Gilbert-Elliott loss, delay and jitter) with per-flow
+//! delays ([`FlowPath`]); or the kernel's tbf; random loss and a
+//! blackhole switch (iptables).
 //! Programs run inside a namespace through [`Node::command`]; Rust code runs
 //! there through [`Node::run`] and [`Node::spawn`] (a socket keeps the
 //! namespace it was created in, so a listener or a connected stream made
@@ -37,25 +40,39 @@
 use std::fmt;
 
 mod awake;
+mod bottleneck;
+mod classify;
 mod config;
 mod delay;
 mod ecn;
 mod filter;
 mod lab;
 mod lane;
+mod lateness;
 mod netns;
 mod shaper;
 mod steal;
 mod sweep;
 mod tcp_info;
 mod tools;
+mod tun;
 
-pub use config::{Bottleneck, Direction, LabConfig, Link, Queue};
-pub use delay::DelayStats;
+pub use classify::{FlowPath, Proto};
+// The description of a bottleneck the delay line takes, and what it names:
+// the simulator's, from `kleinrock-link`.
+pub use config::{Direction, LabConfig, Link, Queue, DELAY_LINE_SLOTS};
+pub use delay::{DelayStats, QueueSample};
+pub use kleinrock_link::codel::CodelParams;
+pub use kleinrock_link::config::{LinkConfig, LinkStats, QueueConfig};
+pub use kleinrock_link::loss::LossModel;
+pub use kleinrock_link::mahimahi::Trace;
+pub use kleinrock_link::queue::Limit;
+pub use kleinrock_link::red::RedParams;
 pub use lab::{
     Lab, RECEIVER_ADDR, RECEIVER_IF, ROUTER_RECEIVER_SIDE_ADDR, ROUTER_RECEIVER_SIDE_IF,
     ROUTER_SENDER_SIDE_ADDR, ROUTER_SENDER_SIDE_IF, SENDER_ADDR, SENDER_IF,
 };
+pub use lateness::Lateness;
 pub use netns::Node;
 pub use steal::{StealMeter, QUIET_STEAL};
 pub use sweep::sweep;

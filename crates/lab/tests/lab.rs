@@ -19,8 +19,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use kleinrock_lab::{
-    Bottleneck, Direction, ErrorKind, Lab, LabConfig, Link, Node, Queue, StealMeter, TcpInfo,
-    QUIET_STEAL, RECEIVER_ADDR,
+    Direction, ErrorKind, Lab, LabConfig, Limit, Link, LinkConfig, Node, Queue, QueueConfig,
+    StealMeter, TcpInfo, QUIET_STEAL, RECEIVER_ADDR,
 };
 use kleinrock_testkit::{installed, require, root, Missing};
 
@@ -572,11 +572,13 @@ fn the_delay_lines_bottleneck_marks_ect_packets_and_tcp_sees_ece() {
     let _serial = serial();
     let forward = Link {
         delay: Duration::from_millis(5),
-        bottleneck: Some(Bottleneck {
-            rate_bps: 10_000_000,
-            limit: 100,
-            ecn_threshold: Some(10),
-        }),
+        bottleneck: Some(LinkConfig::new(
+            10_000_000,
+            QueueConfig::Fifo {
+                limit: Limit::Packets(100),
+                mark_at: Some(10),
+            },
+        )),
         ..Link::default()
     };
     let reverse = Link {
@@ -625,8 +627,8 @@ fn the_delay_lines_bottleneck_marks_ect_packets_and_tcp_sees_ece() {
         marked_per_attempt.len()
     );
     assert!(marked == 0 || t.sender.delivered_ce > 0, "{:?}", t.sender);
-    // The bottleneck's own rate, as tbf would count it.
-    let expected = 10e6 * PAYLOAD_PER_FRAME;
+    // The bottleneck's own rate, counting IP packets as the simulator does.
+    let expected = 10e6 * 1448.0 / 1500.0;
     assert!(goodput < 1.1 * expected, "{goodput}");
     assert!(
         !quiet || (goodput - expected).abs() < 0.1 * expected,

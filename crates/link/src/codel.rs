@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use crate::packet::HeldPacket;
+use crate::packet::{HeldPacket, ToFree};
 use crate::time::{Time, MS};
 
 /// CoDel's parameters.
@@ -92,7 +92,8 @@ impl CodelVars {
     }
 
     /// `codel_dequeue()`: takes the next packet to send from `q`, dropping
-    /// or marking per CoDel. `bytes` tracks the queue's byte count.
+    /// (into `to_free`) or marking per CoDel. `bytes` tracks the queue's
+    /// byte count.
     pub fn dequeue<P: HeldPacket>(
         &mut self,
         q: &mut VecDeque<P>,
@@ -100,6 +101,7 @@ impl CodelVars {
         now: Time,
         prm: &CodelParams,
         out: &mut Outcome,
+        to_free: &mut impl ToFree<P>,
     ) -> Option<P> {
         let mtu = 1514;
         let pop = |q: &mut VecDeque<P>, bytes: &mut u64| {
@@ -125,6 +127,9 @@ impl CodelVars {
                         return p;
                     }
                     out.dropped += 1;
+                    if let Some(dropped) = p {
+                        to_free.free(dropped);
+                    }
                     p = pop(q, bytes);
                     if !self.should_drop(p.as_ref(), now, *bytes, mtu, prm) {
                         self.dropping = false;
@@ -140,6 +145,9 @@ impl CodelVars {
                 out.marked += 1;
             } else {
                 out.dropped += 1;
+                if let Some(dropped) = p {
+                    to_free.free(dropped);
+                }
                 p = pop(q, bytes);
                 drop = self.should_drop(p.as_ref(), now, *bytes, mtu, prm);
             }
@@ -179,9 +187,10 @@ impl<P: HeldPacket> Codel<P> {
         }
     }
 
-    /// Tail-drops beyond the hard limit, else queues.
-    pub fn enqueue(&mut self, now: Time, mut p: P) -> bool {
+    /// Tail-drops (into `to_free`) beyond the hard limit, else queues.
+    pub fn enqueue(&mut self, now: Time, mut p: P, to_free: &mut impl ToFree<P>) -> bool {
         if self.q.len() as u32 >= self.params.limit {
+            to_free.free(p);
             return false;
         }
         p.set_enqueued(now);
@@ -190,9 +199,22 @@ impl<P: HeldPacket> Codel<P> {
         true
     }
 
-    pub fn dequeue(&mut self, now: Time, out: &mut Outcome) -> Option<P> {
-        self.vars
-            .dequeue(&mut self.q, &mut self.bytes, now, &self.params, out)
+    /// The next packet to send; those CoDel drops on the way go to
+    /// `to_free`.
+    pub fn dequeue(
+        &mut self,
+        now: Time,
+        out: &mut Outcome,
+        to_free: &mut impl ToFree<P>,
+    ) -> Option<P> {
+        self.vars.dequeue(
+            &mut self.q,
+            &mut self.bytes,
+            now,
+            &self.params,
+            out,
+            to_free,
+        )
     }
 
     pub fn len(&self) -> usize {
@@ -212,6 +234,7 @@ impl<P: HeldPacket> Codel<P> {
 mod tests {
     use super::*;
     use crate::packet::test::{Ecn, TestPacket as Packet};
+    use crate::packet::Forget;
 
     #[test]
     fn control_law_spaces_drops_by_interval_over_sqrt_count() {
@@ -228,15 +251,16 @@ mod tests {
         let mut c = Codel::new(CodelParams::default());
         let mut out = Outcome::default();
         let mut drops = Vec::new();
+        let mut freed = Vec::new();
         // Arrivals every 1 ms, departures 5 in 6 ms: sojourn passes 5 ms
         // at about 30 ms.
         for i in 0..1000u64 {
             let now = i * MS;
-            c.enqueue(now, Packet::data(0, i as u32, 1500));
+            c.enqueue(now, Packet::data(0, i as u32, 1500), &mut Forget);
             if i % 6 != 5 {
-                let before = out.dropped;
-                c.dequeue(now, &mut out);
-                if out.dropped > before {
+                let before = freed.len();
+                c.dequeue(now, &mut out, &mut freed);
+                if freed.len() > before {
                     drops.push(now);
                 }
             }
@@ -249,6 +273,25 @@ mod tests {
         let gaps: Vec<Time> = drops.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(gaps.len() > 5);
         assert!(gaps[0] > gaps[gaps.len() - 1], "{gaps:?}");
+        // Every packet dropped is handed back, and counted.
+        assert_eq!(freed.len() as u32, out.dropped);
+        let mut seqs: Vec<u32> = freed.iter().map(|p| p.seq).collect();
+        seqs.dedup();
+        assert_eq!(seqs.len(), freed.len());
+    }
+
+    #[test]
+    fn a_packet_beyond_the_limit_is_handed_back() {
+        let mut c = Codel::new(CodelParams {
+            limit: 2,
+            ..Default::default()
+        });
+        let mut freed = Vec::new();
+        for s in 0..3 {
+            c.enqueue(0, Packet::data(0, s, 1500), &mut freed);
+        }
+        assert_eq!(c.len(), 2);
+        assert_eq!(freed, [Packet::data(0, 2, 1500)]);
     }
 
     #[test]
@@ -262,9 +305,9 @@ mod tests {
         for i in 0..1000u64 {
             let mut p = Packet::data(0, i as u32, 1500);
             p.ecn = Ecn::Ect;
-            c.enqueue(i * MS, p);
+            c.enqueue(i * MS, p, &mut Forget);
             if i % 6 != 5 {
-                c.dequeue(i * MS, &mut out);
+                c.dequeue(i * MS, &mut out, &mut Forget);
             }
         }
         assert_eq!(out.dropped, 0);

@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 
 use crate::codel::{CodelParams, CodelVars, Outcome};
-use crate::packet::HeldPacket;
+use crate::packet::{HeldPacket, ToFree};
 use crate::time::Time;
 
 /// `FQ_CODEL_QUANTUM`: one Ethernet MTU plus header.
@@ -64,8 +64,8 @@ impl<P: HeldPacket> FqCodel<P> {
     }
 
     /// Queues a packet; returns how many packets overflow dropped (from the
-    /// fattest queue, possibly this one).
-    pub fn enqueue(&mut self, now: Time, mut p: P) -> u32 {
+    /// fattest queue, possibly this one) into `to_free`.
+    pub fn enqueue(&mut self, now: Time, mut p: P, to_free: &mut impl ToFree<P>) -> u32 {
         let i = p.flow() as usize % FLOWS;
         p.set_enqueued(now);
         let bytes = p.bytes() as u64;
@@ -90,13 +90,20 @@ impl<P: HeldPacket> FqCodel<P> {
                 self.len -= 1;
                 self.bytes -= d.bytes() as u64;
                 dropped += 1;
+                to_free.free(d);
             }
         }
         dropped
     }
 
-    /// The next packet to send, CoDel having dropped or marked per flow.
-    pub fn dequeue(&mut self, now: Time, out: &mut Outcome) -> Option<P> {
+    /// The next packet to send, CoDel having dropped (into `to_free`) or
+    /// marked per flow.
+    pub fn dequeue(
+        &mut self,
+        now: Time,
+        out: &mut Outcome,
+        to_free: &mut impl ToFree<P>,
+    ) -> Option<P> {
         loop {
             let from_new = !self.new_flows.is_empty();
             let list = if from_new {
@@ -115,7 +122,7 @@ impl<P: HeldPacket> FqCodel<P> {
             let before = (f.q.len(), f.bytes);
             let p = f
                 .vars
-                .dequeue(&mut f.q, &mut f.bytes, now, &self.params, out);
+                .dequeue(&mut f.q, &mut f.bytes, now, &self.params, out, to_free);
             let taken = before.0 - f.q.len();
             self.len -= taken;
             self.bytes -= before.1 - f.bytes;
@@ -155,6 +162,7 @@ impl<P: HeldPacket> FqCodel<P> {
 mod tests {
     use super::*;
     use crate::packet::test::TestPacket as Packet;
+    use crate::packet::Forget;
     use crate::time::MS;
 
     #[test]
@@ -165,16 +173,16 @@ mod tests {
         });
         let mut out = Outcome::default();
         for s in 0..100 {
-            fq.enqueue(0, Packet::data(1, s, 1500));
+            fq.enqueue(0, Packet::data(1, s, 1500), &mut Forget);
         }
         // Drain a little so flow 1 is an old flow.
         for _ in 0..5 {
-            fq.dequeue(MS, &mut out);
+            fq.dequeue(MS, &mut out, &mut Forget);
         }
-        fq.enqueue(MS, Packet::data(2, 0, 100));
+        fq.enqueue(MS, Packet::data(2, 0, 100), &mut Forget);
         // The newcomer goes out next.
-        assert_eq!(fq.dequeue(MS, &mut out).unwrap().flow, 2);
-        assert_eq!(fq.dequeue(MS, &mut out).unwrap().flow, 1);
+        assert_eq!(fq.dequeue(MS, &mut out, &mut Forget).unwrap().flow, 2);
+        assert_eq!(fq.dequeue(MS, &mut out, &mut Forget).unwrap().flow, 1);
     }
 
     #[test]
@@ -182,11 +190,11 @@ mod tests {
         let mut fq = FqCodel::new(CodelParams::default());
         let mut out = Outcome::default();
         for s in 0..50 {
-            fq.enqueue(0, Packet::data(1, s, 1500));
-            fq.enqueue(0, Packet::data(2, s, 1500));
+            fq.enqueue(0, Packet::data(1, s, 1500), &mut Forget);
+            fq.enqueue(0, Packet::data(2, s, 1500), &mut Forget);
         }
         let served: Vec<u32> = (0..20)
-            .map(|_| fq.dequeue(0, &mut out).unwrap().flow)
+            .map(|_| fq.dequeue(0, &mut out, &mut Forget).unwrap().flow)
             .collect();
         let ones = served.iter().filter(|&&f| f == 1).count();
         assert_eq!(ones, 10, "{served:?}");
@@ -199,10 +207,13 @@ mod tests {
             ..Default::default()
         });
         for s in 0..9 {
-            fq.enqueue(0, Packet::data(1, s, 1500));
+            fq.enqueue(0, Packet::data(1, s, 1500), &mut Forget);
         }
-        assert_eq!(fq.enqueue(0, Packet::data(2, 0, 1500)), 0);
-        assert_eq!(fq.enqueue(0, Packet::data(2, 1, 1500)), 1);
+        let mut freed = Vec::new();
+        assert_eq!(fq.enqueue(0, Packet::data(2, 0, 1500), &mut freed), 0);
+        assert_eq!(fq.enqueue(0, Packet::data(2, 1, 1500), &mut freed), 1);
+        // The fattest queue's head went, and was handed back.
+        assert_eq!(freed, [Packet::data(1, 0, 1500)]);
         assert_eq!(fq.len(), 10);
         assert_eq!(fq.flows[1].q.len(), 8);
         assert_eq!(fq.flows[2].q.len(), 2);

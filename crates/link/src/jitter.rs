@@ -2,7 +2,8 @@
 //! for each packet from the caller's seeded generator. Keeping packets in
 //! order despite it (a packet is never released before the one ahead of
 //! it) is the caller's: the simulator's pipes and the lab's delay line
-//! both release in arrival order.
+//! both release each flow's packets in the order they left the
+//! bottleneck.
 //!
 //! The jitter breaks the phase effects of a perfectly deterministic
 //! network (Floyd and Jacobson, "On Traffic Phase Effects in

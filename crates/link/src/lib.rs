@@ -17,8 +17,10 @@
 //!
 //! | module | what |
 //! | --- | --- |
+//! | [`config`] | one direction of a bottleneck as both engines take it (rate or trace, queue, loss, delay, jitter), and the counters a link keeps |
 //! | [`time`] | nanoseconds, and a packet's serialization time at a rate |
-//! | [`packet`] | what a queue reads of a packet and may do to it (size, ECN, enqueue time, flow) |
+//! | [`packet`] | what a queue reads of a packet and may do to it (size, ECN, enqueue time, flow), and where it puts what it drops |
+//! | [`qdisc`] | a link's discipline as both engines drive it: made from a [`config::QueueConfig`], offered arrivals, asked for departures, what it did counted |
 //! | [`queue`] | tail-drop FIFO sized in packets or bytes, with DCTCP's step ECN marking at K; the [`queue::Verdict`] every discipline gives |
 //! | [`codel`] | CoDel (RFC 8289, Linux `codel_impl.h`): drop or mark at dequeue by sojourn time |
 //! | [`fq_codel`] | FQ-CoDel (RFC 8290, Linux `sch_fq_codel`): per-flow queues, DRR, CoDel per queue |
@@ -28,19 +30,23 @@
 //! | [`mahimahi`] | mahimahi delivery-opportunity traces: parsing, and the next opportunity at a time |
 //! | [`ring`] | the power-of-two ring buffer the hot queues use |
 //!
-//! The link around a queue (its serializer, the propagation that follows,
-//! the events or release times that drive them) is each engine's own:
-//! `crates/sim/src/link.rs`, `crates/lab/src/lane.rs`.
+//! The link around its discipline (the serializer, the propagation that
+//! follows, the events or release times that drive them) is each engine's
+//! own:
+//! `crates/sim/src/link.rs`; `crates/lab/src/bottleneck.rs` and
+//! `lane.rs`.
 //!
 //! `std` only for RED's `f64::powi` and the trace file helper; the rest
 //! needs no more than `alloc`.
 
 pub mod codel;
+pub mod config;
 pub mod fq_codel;
 pub mod jitter;
 pub mod loss;
 pub mod mahimahi;
 pub mod packet;
+pub mod qdisc;
 pub mod queue;
 pub mod red;
 pub mod ring;

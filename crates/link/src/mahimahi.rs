@@ -22,6 +22,14 @@ pub struct Trace {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkTraceError(pub String);
 
+impl std::fmt::Display for LinkTraceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LinkTraceError {}
+
 /// A line as an error quotes it: its first 40 characters, control
 /// characters escaped as TOML writes them (`\u001B`, as scenario errors
 /// do), so that a message stays one short line whatever the

@@ -36,6 +36,30 @@ pub trait HeldPacket: Packet {
     fn flow(&self) -> u32;
 }
 
+/// Where a queue puts the packets it drops, as a Linux qdisc puts them on
+/// the `to_free` list its caller frees (`qdisc_drop()`): a packet that
+/// owns storage (a slot of the lab's delay line) must be given back, and
+/// a queue that drops one would otherwise lose it. The simulator's packets
+/// are plain values and need nothing ([`Forget`]).
+pub trait ToFree<P> {
+    fn free(&mut self, p: P);
+}
+
+/// Lets dropped packets go: for packets that own nothing.
+pub struct Forget;
+
+impl<P> ToFree<P> for Forget {
+    #[inline(always)]
+    fn free(&mut self, _: P) {}
+}
+
+/// Keeps dropped packets, in the order they were dropped (tests).
+impl<P> ToFree<P> for Vec<P> {
+    fn free(&mut self, p: P) {
+        self.push(p);
+    }
+}
+
 /// A packet for the crate's own tests.
 #[cfg(test)]
 pub(crate) mod test {

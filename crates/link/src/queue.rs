@@ -113,6 +113,13 @@ impl Fifo {
         verdict
     }
 
+    /// Packets and bytes waiting at `now` (not in service), on a link
+    /// that finishes sending everything admitted at `free_at`.
+    pub fn backlog(&mut self, now: Time, free_at: Time) -> (usize, u64) {
+        self.advance(now, free_at);
+        (self.len(), self.bytes())
+    }
+
     /// Packets waiting (not in service).
     #[inline]
     pub fn len(&self) -> usize {

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use kleinrock_cc::rand::SplitMix64;
 
-use crate::packet::Packet;
+use crate::packet::{Packet, ToFree};
 use crate::queue::Verdict;
 use crate::time::Time;
 
@@ -128,10 +128,19 @@ impl<P: Packet> RedQueue<P> {
         }
     }
 
-    /// A packet arrives at `now`: queued (perhaps marked) or dropped.
-    pub fn enqueue(&mut self, now: Time, mut p: P, rng: &mut SplitMix64) -> Verdict {
+    /// A packet arrives at `now`: queued (perhaps marked) or dropped (into
+    /// `to_free`).
+    pub fn enqueue(
+        &mut self,
+        now: Time,
+        mut p: P,
+        rng: &mut SplitMix64,
+        to_free: &mut impl ToFree<P>,
+    ) -> Verdict {
         let v = self.red.decide(now, self.q.len(), &mut p, rng);
-        if v != Verdict::Dropped {
+        if v == Verdict::Dropped {
+            to_free.free(p);
+        } else {
             self.bytes += p.bytes() as u64;
             self.q.push_back(p);
         }
@@ -166,6 +175,7 @@ impl<P: Packet> RedQueue<P> {
 mod tests {
     use super::*;
     use crate::packet::test::{Ecn, TestPacket as Packet};
+    use crate::packet::Forget;
 
     fn red(ecn: bool) -> Red {
         Red::new(
@@ -203,7 +213,7 @@ mod tests {
         let mut rng = SplitMix64::new(1);
         for s in 0..3 {
             assert_eq!(
-                q.enqueue(0, Packet::data(0, s, 1000 + s), &mut rng),
+                q.enqueue(0, Packet::data(0, s, 1000 + s), &mut rng, &mut Forget),
                 Verdict::Queued
             );
         }
@@ -216,7 +226,7 @@ mod tests {
         // Empty at 0 and idle for 1000 packet times: the next arrival
         // finds the average decayed (by 0.998^1000) before its own sample.
         assert_eq!(q.dequeue(0), None);
-        q.enqueue(1_000_000, Packet::data(0, 3, 1000), &mut rng);
+        q.enqueue(1_000_000, Packet::data(0, 3, 1000), &mut rng, &mut Forget);
         assert!(q.red.average() < avg * 0.2, "{}", q.red.average());
     }
 

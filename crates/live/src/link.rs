@@ -1,277 +1,289 @@
-//! The scenario's link on the lab's, and the link's counters read back:
-//! the one place where the lab's link emulation meets the scenario format.
+//! The scenario's link and paths on the lab's, and the link's counters
+//! read back: the one place where the lab's link emulation meets the
+//! scenario format.
 //!
-//! Today's lab (crates/lab) carries, per direction, a delay, iptables'
-//! random loss and the delay line's bottleneck: a FIFO in packets with
-//! DCTCP step marking, `kleinrock-link`'s, the simulator's. So a
-//! scenario's FIFO in packets, its `ecn_mark_at`, its Bernoulli loss and
-//! its delays run here as written, and the rest of `[link]` is refused in
-//! one sentence naming the key: CoDel, FQ-CoDel and RED queues, byte
-//! limits, Gilbert-Elliott loss, jitter, trace links.
-//!
-//! TODO(link emulation): when the delay line runs crates/link's queues,
-//! loss models, jitter and traces (`LabConfig` per direction taking the
-//! scenario's `QueueConfig`, `LossModel`, rate or trace, delay and jitter,
-//! and `LabConfig.flows` the per-flow delays keyed by protocol and
-//! server-side port, [`crate::plan::tcp_port`] and friends), [`lab_config`]
-//! passes them through instead of refusing, and [`Counters`] reads the
-//! lab's per-direction queue statistics instead of leaving the queue's
-//! length at zero.
+//! The lab's delay line runs the simulator's bottleneck (`kleinrock-link`,
+//! docs/LAB.md), so each direction's [`LinkConfig`] is passed as the
+//! scenario gives it: rate or mahimahi trace, queue discipline, loss
+//! model, the link's own delay and jitter. The simulator's dumbbell gives
+//! every flow, ping and UDP flow pipes of its own after the bottlenecks
+//! (`crates/sim/src/world.rs`): half of its `rtt` after the bottleneck its
+//! data crosses, the rest after the other; here those are the lab's
+//! [`FlowPath`]s, found by protocol and the port (or echo id) at the
+//! receiver's end ([`crate::plan::tcp_port`] and friends). The lab's loss
+//! and jitter draw from the scenario's seed, and GRO stays off, so that
+//! the receiver sees each segment as the simulator's does.
 
 use std::time::Duration;
 
-use kleinrock_lab::{Bottleneck, DelayStats, Direction, Lab, LabConfig, Link};
+use kleinrock_lab::{
+    Direction, FlowPath, Lab, LabConfig, Link, Proto, QueueSample as LabSample, DELAY_LINE_SLOTS,
+};
 use kleinrock_sim::link::LinkStats;
 use kleinrock_sim::results::QueueSample;
-use kleinrock_sim::time::Time;
-use kleinrock_sim::world::{data_packet_bytes, LinkConfig, QueueConfig};
-use kleinrock_sim::{Config, Limit, LossModel};
+use kleinrock_sim::time::{Time, SEC};
+use kleinrock_sim::world::{data_packet_bytes, QueueConfig};
+use kleinrock_sim::{Config, Limit};
 
+use crate::plan::{ping_id, tcp_port, udp_port};
 use crate::Error;
-
-/// The bytes a veth adds to an IP packet, which the lab's bottleneck
-/// serves (as tbf does) and the simulator's link does not.
-const ETHERNET_HEADER: u64 = 14;
-
-/// The delay line's slots per direction (crates/lab's `DELAY_LINE_SLOTS`):
-/// every packet queued or in flight through the router holds one.
-const SLOTS: u64 = 16384;
 
 /// The two directions' names in messages and in queues.csv: the
 /// simulator's, "up" from sender to receiver.
 pub const NAMES: [&str; 2] = ["up", "down"];
 
-/// The lab for `cfg`, whose every flow, ping and UDP flow has the base
-/// RTT `rtt`: each direction's delay is half of it (the simulator's split:
-/// the rounding goes to the way back) plus the link's own `delay`.
-pub fn lab_config(cfg: &Config, rtt: Time) -> Result<LabConfig, Error> {
-    let halves = [rtt / 2, rtt - rtt / 2];
-    let [up, down] = [0, 1].map(|i| {
-        let delay = halves[i] + cfg.links[i].delay;
-        direction(&cfg.links[i], NAMES[i], delay, cfg.mss)
-    });
-    Ok(LabConfig {
-        forward: up?,
-        reverse: down?,
+/// The lab for `cfg`: both directions of its link emulated as they are,
+/// a path of its own for every flow, ping and UDP flow, the seed, no GRO.
+pub fn lab_config(cfg: &Config) -> Result<LabConfig, Error> {
+    let flows = paths(cfg);
+    for (lane, name) in NAMES.iter().enumerate() {
+        fits(cfg, &flows, lane, name)?;
+    }
+    let lab = LabConfig {
+        forward: Link::emulating(cfg.links[0].clone()),
+        reverse: Link::emulating(cfg.links[1].clone()),
+        flows,
+        seed: cfg.seed,
+        gro: false,
         ..LabConfig::default()
-    })
+    };
+    // What the lab refuses beyond the checks above (a delay past its
+    // limit, say), refused now rather than once a run has started.
+    lab.validate()
+        .map_err(|e| Error::refused(format!("the lab cannot honour this scenario's link: {e}")))?;
+    Ok(lab)
 }
 
-/// One direction of the link on the lab's.
-fn direction(l: &LinkConfig, name: &str, delay: Time, mss: u32) -> Result<Link, Error> {
-    let cannot = |key: &str, what: &str| {
-        Err(Error::refused(format!(
-            "the lab cannot honour `{key}` ({what} on the {name} link) until its delay line runs crates/link's models; run this scenario with `kleinrock sim`, or give the lab a FIFO in packets, Bernoulli loss and no jitter or trace"
-        )))
+/// Every flow's, ping's and UDP flow's pipes, as the simulator splits
+/// its `rtt`: `rtt / 2` after the bottleneck its data crosses, `rtt - rtt
+/// / 2` after the other (the link's own `delay` is the link's, added by
+/// it). A ping's requests go up.
+fn paths(cfg: &Config) -> Vec<FlowPath> {
+    let path = |proto, port, rtt: Time, upload: bool| {
+        let (there, back) = (rtt / 2, rtt - rtt / 2);
+        let (forward, reverse) = if upload { (there, back) } else { (back, there) };
+        FlowPath {
+            proto,
+            port,
+            forward: Duration::from_nanos(forward),
+            reverse: Duration::from_nanos(reverse),
+        }
     };
-    if l.trace.is_some() {
-        return cannot("trace", "a mahimahi trace");
-    }
-    let (limit, mark_at) = match &l.queue {
+    let tcp = cfg.flows.iter().enumerate();
+    let tcp = tcp.map(|(i, f)| path(Proto::Tcp, tcp_port(i), f.rtt, f.upload));
+    let pings = cfg.pings.iter().enumerate();
+    let pings = pings.map(|(i, p)| path(Proto::Icmp, ping_id(i), p.rtt, true));
+    let udp = cfg.udp.iter().enumerate();
+    let udp = udp.map(|(i, u)| path(Proto::Udp, udp_port(i), u.rtt, u.upload));
+    tcp.chain(pings).chain(udp).collect()
+}
+
+/// Refuses a direction whose queue and packets in flight after it (at its
+/// rate, over its longest path) need more of the delay line's slots than
+/// it has: each packet the router holds takes one.
+fn fits(cfg: &Config, flows: &[FlowPath], lane: usize, name: &str) -> Result<(), Error> {
+    let l = &cfg.links[lane];
+    let packet = u64::from(data_packet_bytes(cfg.mss));
+    let limit = match &l.queue {
         QueueConfig::Fifo {
             limit: Limit::Packets(n),
-            mark_at,
-        } => (*n, *mark_at),
-        QueueConfig::Fifo { .. } => return cannot("queue", "a FIFO limited in bytes"),
-        QueueConfig::Codel(_) => return cannot("queue", "CoDel"),
-        QueueConfig::FqCodel(_) => return cannot("queue", "FQ-CoDel"),
-        QueueConfig::Red(_) => return cannot("queue", "RED"),
+            ..
+        } => u64::from(*n),
+        QueueConfig::Fifo {
+            limit: Limit::Bytes(b),
+            ..
+        } => b / packet,
+        QueueConfig::Codel(p) | QueueConfig::FqCodel(p) => u64::from(p.limit),
+        QueueConfig::Red(p) => u64::from(p.limit),
     };
-    let loss = match l.loss {
-        LossModel::None => 0.0,
-        LossModel::Bernoulli { ppm } => ppm as f64 / 1e6,
-        _ => return cannot("loss", "Gilbert-Elliott loss"),
-    };
-    // The lab's bottleneck serves a frame (the IP packet and veth's 14
-    // bytes) where the simulator's link serves the IP packet: at this
-    // rate a full-sized data packet takes the simulator's time.
-    let packet = data_packet_bytes(mss) as u64;
-    let rate_bps = ((l.rate_bps as u128 * (packet + ETHERNET_HEADER) as u128)
-        .div_ceil(packet as u128))
-    .min(u64::MAX as u128) as u64;
-    // Packets the delay line holds at once: the queue, and a full link's
-    // worth in flight over the delay.
-    let frame_bits = (packet + ETHERNET_HEADER) * 8;
-    let in_flight = (rate_bps as u128 * delay as u128 / (1_000_000_000 * frame_bits as u128))
-        .min(u64::MAX as u128) as u64;
-    if limit as u64 + in_flight + 1 > SLOTS {
+    let longest = flows
+        .iter()
+        .map(|f| [f.forward, f.reverse][lane])
+        .max()
+        .unwrap_or_default();
+    let delay = l.delay + l.jitter + u64::try_from(longest.as_nanos()).unwrap_or(u64::MAX);
+    let in_flight = (u128::from(l.rate_bps) * u128::from(delay)
+        / (u128::from(SEC) * 8 * u128::from(packet)))
+    .min(u128::from(u64::MAX)) as u64;
+    let slots = DELAY_LINE_SLOTS as u64;
+    if limit.saturating_add(in_flight).saturating_add(1) > slots {
         return Err(Error::refused(format!(
-            "the lab cannot honour `queue` = {limit} with `rate` and the delays of the {name} link: the queue and {in_flight} packets in flight need more than the delay line's {SLOTS} slots per direction; use a shorter queue, a lower rate or a shorter RTT"
+            "the lab cannot honour `queue` (a limit of {limit} packets on the {name} link) with its `rate` and paths: the queue and {in_flight} packets in flight need more than the delay line's {slots} slots per direction; use a shorter queue, a lower rate or a shorter RTT"
         )));
     }
-    Ok(Link {
-        delay: Duration::from_nanos(delay),
-        rate_bps: None,
-        loss,
-        bottleneck: Some(Bottleneck {
-            rate_bps,
-            limit,
-            ecn_threshold: mark_at,
-        }),
-        ..Link::default()
-    })
+    Ok(())
 }
 
-/// The link's counters since the run's start: the delay line's, and the
-/// router's interfaces' (what crossed the link).
+/// The link's counters as the results hold them: the bottlenecks' own
+/// (the delay line's [`LinkStats`]), with the packets the delay line
+/// dropped for want of a slot counted as queue drops (they found the
+/// router full). Taken from the moment the connections were made: the
+/// handshakes are not the run's.
 pub struct Counters {
-    delay: [DelayStats; 2],
-    sent: [(u64, u64); 2],
+    /// Each direction's rate, for a queue's delay.
+    rates: [u64; 2],
+    base: [LinkStats; 2],
+    last: [LinkStats; 2],
 }
-
-/// The router's veth toward each direction's destination: what it sends
-/// is what that direction carried.
-const EGRESS: [&str; 2] = [
-    kleinrock_lab::ROUTER_RECEIVER_SIDE_IF,
-    kleinrock_lab::ROUTER_SENDER_SIDE_IF,
-];
 
 impl Counters {
     /// The counters now, the run's baseline.
-    pub fn read(lab: &Lab) -> Counters {
-        Counters {
-            delay: [Direction::Forward, Direction::Reverse].map(|d| lab.delay_stats(d)),
-            sent: sent(lab),
-        }
+    pub fn start(lab: &Lab, cfg: &Config) -> Result<Counters, Error> {
+        let (_, base) = read(lab)?;
+        Ok(Counters {
+            rates: [cfg.links[0].rate_bps, cfg.links[1].rate_bps],
+            base,
+            last: base,
+        })
     }
 
-    /// One queues.csv row per direction, at `t` seconds: the drops and
-    /// marks since `last`, which becomes now.
-    ///
-    /// TODO(link emulation): the queue's length, bytes and delay at the
-    /// sample come from the lab's queue statistics; today's delay line does
-    /// not report them, so they are 0 (docs/LAB.md).
-    pub fn sample(lab: &Lab, t: f64, last: &mut [DelayStats; 2]) -> [QueueSample; 2] {
-        [0, 1].map(|i| {
-            let now = lab.delay_stats([Direction::Forward, Direction::Reverse][i]);
-            let s = QueueSample {
+    /// One queues.csv row per direction, at `t` seconds: what waits in
+    /// the queue now, its delay at the link's rate (the simulator's
+    /// `bytes * 8 / rate`), and the drops and marks since the last row.
+    pub fn sample(&mut self, lab: &Lab, t: f64) -> Result<[QueueSample; 2], Error> {
+        let (queues, now) = read(lab)?;
+        Ok([0, 1].map(|i| {
+            let (q, last) = (queues[i], self.last[i]);
+            self.last[i] = now[i];
+            QueueSample {
                 t,
                 link: NAMES[i],
-                packets: 0,
-                bytes: 0,
-                delay_us: 0,
-                drops: (now.queue_drops + now.overflow_drops)
-                    - (last[i].queue_drops + last[i].overflow_drops),
-                marks: now.ce_marked - last[i].ce_marked,
-            };
-            last[i] = now;
-            s
-        })
-    }
-
-    /// The delay line's counters, to start [`Counters::sample`] from.
-    pub fn delay(&self) -> [DelayStats; 2] {
-        self.delay
-    }
-
-    /// Each direction's totals since `self` was read. `tx_bytes` counts IP
-    /// packets, as the simulator's link does.
-    ///
-    /// TODO(link emulation): `loss_drops` comes from the delay line's loss
-    /// model; iptables' random loss is not counted, so it is 0.
-    pub fn since(&self, lab: &Lab) -> [LinkStats; 2] {
-        let now = Counters::read(lab);
-        [0, 1].map(|i| {
-            let (d, d0) = (now.delay[i], self.delay[i]);
-            let packets = now.sent[i].1.saturating_sub(self.sent[i].1);
-            let frames = now.sent[i].0.saturating_sub(self.sent[i].0);
-            LinkStats {
-                tx_packets: packets,
-                tx_bytes: frames.saturating_sub(packets * ETHERNET_HEADER),
-                queue_drops: (d.queue_drops + d.overflow_drops)
-                    - (d0.queue_drops + d0.overflow_drops),
-                loss_drops: 0,
-                marks: d.ce_marked - d0.ce_marked,
+                packets: u32::try_from(q.packets).unwrap_or(u32::MAX),
+                bytes: q.bytes,
+                delay_us: q.bytes * 8 * 1_000_000 / self.rates[i].max(1),
+                drops: (now[i].queue_drops - last.queue_drops)
+                    + (now[i].loss_drops - last.loss_drops),
+                marks: now[i].marks - last.marks,
             }
-        })
+        }))
+    }
+
+    /// Each direction's counters since the baseline.
+    pub fn since_start(&self, lab: &Lab) -> Result<[LinkStats; 2], Error> {
+        let (_, now) = read(lab)?;
+        Ok([0, 1].map(|i| {
+            let (n, b) = (now[i], self.base[i]);
+            LinkStats {
+                tx_packets: n.tx_packets - b.tx_packets,
+                tx_bytes: n.tx_bytes - b.tx_bytes,
+                queue_drops: n.queue_drops - b.queue_drops,
+                loss_drops: n.loss_drops - b.loss_drops,
+                marks: n.marks - b.marks,
+            }
+        }))
     }
 }
 
-/// (bytes, packets) each egress veth has sent, from the router's
-/// /proc/net/dev (its own: a thread in the namespace reads
-/// /proc/thread-self/net).
-fn sent(lab: &Lab) -> [(u64, u64); 2] {
-    let text = lab
-        .router()
-        .run(|| std::fs::read_to_string("/proc/thread-self/net/dev"))
-        .ok()
-        .and_then(Result::ok)
-        .unwrap_or_default();
-    EGRESS.map(|dev| tx_of(&text, dev).unwrap_or((0, 0)))
-}
-
-/// An interface's transmitted (bytes, packets) in /proc/net/dev's format:
-/// `name: ` then 8 receive counters, then bytes and packets sent.
-fn tx_of(text: &str, dev: &str) -> Option<(u64, u64)> {
-    let line = text
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix(dev)?.strip_prefix(':'))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    Some((*v.get(8)?, *v.get(9)?))
+/// Both bottlenecks at one moment, and their counters with the delay
+/// line's overflows as queue drops.
+fn read(lab: &Lab) -> Result<([LabSample; 2], [LinkStats; 2]), Error> {
+    let queues = lab.queue_samples()?;
+    let lanes = [Direction::Forward, Direction::Reverse];
+    let stats = [0, 1].map(|i| {
+        let mut s = queues[i].link;
+        s.queue_drops += lab.delay_stats(lanes[i]).overflow_drops;
+        s
+    });
+    Ok((queues, stats))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kleinrock_lab::LossModel;
 
-    fn config(link: &str) -> Config {
-        let text = format!(
-            "duration = \"2s\"\n[link]\nrate = \"10Mbit\"\n{link}\n[[flow]]\ncc = \"cubic\"\nrtt = \"40ms\"\n"
-        );
+    /// A scenario of `top` keys, then `[link]` with `link` (10 Mbit/s
+    /// unless it gives a rate), then `rest`.
+    fn config(top: &str, link: &str, rest: &str) -> Config {
+        let rate = if link.starts_with("rate") {
+            ""
+        } else {
+            "rate = \"10Mbit\""
+        };
+        let text = format!("duration = \"2s\"\n{top}\n[link]\n{rate}\n{link}\n{rest}\n");
         kleinrock_sim::scenario::parse(&text, "l.toml", None).unwrap()
     }
 
+    const FLOW: &str = "[[flow]]\ncc = \"cubic\"\nrtt = \"40ms\"";
+
     #[test]
-    fn a_fifo_link_becomes_the_delay_lines_bottleneck() {
-        let cfg = config("queue = 84\necn_mark_at = 20\nloss = \"1%\"\ndelay = \"5ms\"");
-        let lab = lab_config(&cfg, 40_000_000).unwrap();
-        let b = lab.forward.bottleneck.unwrap();
-        assert_eq!((b.limit, b.ecn_threshold), (84, Some(20)));
-        // 10 Mbit/s of 1500-byte packets is 10 x 1514 / 1500 of frames.
-        assert_eq!(b.rate_bps, 10_093_334);
-        assert_eq!(lab.forward.delay, Duration::from_millis(25));
-        assert_eq!(lab.reverse.delay, Duration::from_millis(25));
-        assert_eq!(lab.forward.loss, 0.01);
-        assert_eq!(lab.forward.rate_bps, None);
+    fn the_links_are_emulated_as_the_scenario_gives_them() {
+        let cfg = config(
+            "seed = 7",
+            "queue = { kind = \"codel\" }\nloss = { p = \"1%\", r = \"10%\" }\ndelay = \"5ms\"\njitter = \"1ms\"\n[link.down]\nrate = \"2Mbit\"",
+            FLOW,
+        );
+        let lab = lab_config(&cfg).unwrap();
+        assert_eq!(lab.forward, Link::emulating(cfg.links[0].clone()));
+        assert_eq!(lab.reverse, Link::emulating(cfg.links[1].clone()));
+        let up = lab.forward.bottleneck.unwrap();
+        assert_eq!(up.queue.kind(), "codel");
+        assert!(matches!(up.loss, LossModel::GilbertElliott { .. }));
+        assert_eq!((up.delay, up.jitter), (5_000_000, 1_000_000));
+        assert_eq!(lab.reverse.bottleneck.unwrap().rate_bps, 2_000_000);
+        // Nothing in the lab's own delay, rate or iptables loss.
+        assert_eq!(lab.forward.delay, Duration::ZERO);
+        assert_eq!((lab.forward.rate_bps, lab.forward.loss), (None, 0.0));
+        assert_eq!((lab.seed, lab.gro), (cfg.seed, false));
     }
 
     #[test]
-    fn what_the_lab_cannot_do_is_refused_naming_the_key() {
-        for (link, key) in [
-            (
-                "queue = { kind = \"codel\" }",
-                "`queue` (CoDel on the up link)",
-            ),
-            (
-                "queue = \"64KB\"",
-                "`queue` (a FIFO limited in bytes on the up link)",
-            ),
-            (
-                "loss = { p = \"1%\", r = \"10%\" }",
-                "`loss` (Gilbert-Elliott loss on the up link)",
-            ),
-            (
-                "queue = 16000\n[link.down]\nrate = \"10Gbit\"",
-                "`queue` = 16000",
-            ),
-        ] {
-            let e = lab_config(&config(link), 40_000_000).unwrap_err();
-            assert!(
-                e.to_string()
-                    .starts_with(&format!("the lab cannot honour {key}")),
-                "{e}"
-            );
-            assert_eq!(e.kind(), crate::ErrorKind::Refused);
+    fn each_flow_ping_and_udp_flow_has_the_simulators_pipes() {
+        let cfg = config(
+            "",
+            "",
+            "[[flow]]\ncc = \"cubic\"\nrtt = \"40ms\"\n\
+             [[flow]]\ncc = \"reno\"\nrtt = \"81ms\"\ndirection = \"download\"\n\
+             [[ping]]\nrtt = \"10ms\"\n\
+             [[udp]]\nrate = \"1Mbit\"\nrtt = \"20ms\"\ndirection = \"download\"\n",
+        );
+        let ms = |n: f64| Duration::from_secs_f64(n / 1e3);
+        let want = [
+            (Proto::Tcp, 20_000, 20.0, 20.0),
+            // A download's data comes back: half its RTT after the down
+            // link, the odd nanosecond on the way there.
+            (Proto::Tcp, 20_001, 40.500_001, 40.5),
+            (Proto::Icmp, 1, 5.0, 5.0),
+            (Proto::Udp, 30_000, 10.0, 10.0),
+        ];
+        let got = lab_config(&cfg).unwrap().flows;
+        assert_eq!(got.len(), want.len());
+        for (g, (proto, port, f, r)) in got.iter().zip(want) {
+            assert_eq!((g.proto, g.port), (proto, port));
+            assert!(g.forward.abs_diff(ms(f)) < Duration::from_nanos(2), "{g:?}");
+            assert!(g.reverse.abs_diff(ms(r)) < Duration::from_nanos(2), "{g:?}");
         }
     }
 
     #[test]
-    fn proc_net_dev_gives_what_an_interface_sent() {
-        let text = "Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets\n    lo: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nrtr-rcv: 100 2 0 0 0 0 0 0 3028 2 0 0 0 0 0 0\n";
-        assert_eq!(tx_of(text, "rtr-rcv"), Some((3028, 2)));
-        assert_eq!(tx_of(text, "rtr-snd"), None);
+    fn more_than_the_delay_line_holds_is_refused_naming_the_key() {
+        for (link, rest, start) in [
+            (
+                "queue = 16000\n[link.down]\nrate = \"10Gbit\"",
+                FLOW.to_string(),
+                "the lab cannot honour `queue` (a limit of 16000 packets on the down link)",
+            ),
+            (
+                "rate = \"1Gbit\"\nqueue = 100",
+                format!("{FLOW}\n[[ping]]\nrtt = \"1s\""),
+                "the lab cannot honour `queue` (a limit of 100 packets on the up link)",
+            ),
+        ] {
+            let e = lab_config(&config("", link, &rest)).unwrap_err();
+            assert!(e.to_string().starts_with(start), "{e}");
+            assert_eq!(e.kind(), crate::ErrorKind::Refused);
+        }
+        // A path longer than the lab's 10 s each way, at a rate it holds.
+        let e = lab_config(&config(
+            "",
+            "rate = \"1Mbit\"\nqueue = 10",
+            &format!("{FLOW}\n[[ping]]\nrtt = \"30s\""),
+        ))
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("the lab cannot honour this scenario's link: "),
+            "{e}"
+        );
     }
 }

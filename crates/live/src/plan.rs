@@ -9,9 +9,9 @@
 //! namespace, ping `i` sends echo id [`ping_id`].
 
 use kleinrock_lab::LabConfig;
-use kleinrock_sim::time::{serialization, Time, MS};
-use kleinrock_sim::world::data_packet_bytes;
-use kleinrock_sim::Config;
+use kleinrock_sim::time::{Time, MS};
+use kleinrock_sim::world::{data_packet_bytes, QueueConfig};
+use kleinrock_sim::{Config, Limit};
 
 use crate::algorithms::{self, Code};
 use crate::Error;
@@ -66,8 +66,6 @@ pub struct Plan {
     /// The scenario, as the simulator reads it.
     pub config: Config,
     pub lab: LabConfig,
-    /// The base RTT of every path (flows, pings and UDP flows share it).
-    pub rtt: Time,
     /// Per flow: what runs its algorithm at the data's sender.
     pub codes: Vec<Code>,
     /// The largest socket buffer either end may autotune to, bytes.
@@ -86,9 +84,7 @@ impl Plan {
             warnings.push(hz);
         }
         check_tcp(config)?;
-        let rtt = common_rtt(config)?;
-        check_jitter(config)?;
-        let lab = crate::link::lab_config(config, rtt)?;
+        let lab = crate::link::lab_config(config)?;
         let mut codes: Vec<Code> = Vec::new();
         // One code per distinct spec: flows that share an algorithm share
         // its port.
@@ -108,9 +104,8 @@ impl Plan {
         Ok(Plan {
             config: config.clone(),
             lab,
-            rtt,
             codes,
-            buffer_bytes: buffer_bytes(config, rtt),
+            buffer_bytes: buffer_bytes(config),
             warnings,
         })
     }
@@ -186,84 +181,36 @@ fn check_tcp(c: &Config) -> Result<(), Error> {
     Ok(())
 }
 
-/// Every flow, ping and UDP flow's `rtt`, which must be one: today's lab
-/// has one path, whose delay every packet takes.
-///
-/// TODO(link emulation): per-flow extra delays keyed by protocol and
-/// server-side port ([`tcp_port`], [`udp_port`], [`ping_id`]) let paths
-/// differ; the path's delay is then the shortest `rtt`.
-fn common_rtt(c: &Config) -> Result<Time, Error> {
-    let rtts = c
+/// The socket buffers autotuning may reach: four times the largest window
+/// a flow could use (the longest path's BDP at the faster link's rate plus
+/// the deeper queue), since Linux counts about half of a buffer as window;
+/// never less than the kernel's defaults (6 MB), at most 1 GiB.
+fn buffer_bytes(c: &Config) -> u64 {
+    let rate = c.links[0].rate_bps.max(c.links[1].rate_bps) as u128;
+    let rtt = c
         .flows
         .iter()
-        .map(|f| ("flow", f.rtt))
-        .chain(c.pings.iter().map(|p| ("ping", p.rtt)))
-        .chain(c.udp.iter().map(|u| ("UDP flow", u.rtt)));
-    let mut first: Option<(&str, usize, Time)> = None;
-    let mut seen = [0usize; 3];
-    for (what, rtt) in rtts {
-        let k = ["flow", "ping", "UDP flow"]
-            .iter()
-            .position(|w| *w == what)
-            .unwrap_or(0);
-        let i = seen[k];
-        seen[k] += 1;
-        match first {
-            None => first = Some((what, i, rtt)),
-            Some((w0, i0, r0)) if r0 != rtt => {
-                return Err(Error::refused(format!(
-                    "the lab cannot honour `rtt` = {} for {what} {i} beside {} for {w0} {i0}: today's lab has one path, so every flow, ping and UDP flow must have the same `rtt`; run it with `kleinrock sim`",
-                    ms(rtt),
-                    ms(r0)
-                )))
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(first.map_or(0, |f| f.2))
-}
-
-fn ms(t: Time) -> String {
-    format!("{}ms", t as f64 / 1e6)
-}
-
-/// `jitter` is the simulator's stand-in for the irregular timing of real
-/// hosts, which the lab has of its own: "auto" (one data packet's
-/// serialization time, the default) and 0 run; any other value is
-/// refused.
-///
-/// TODO(link emulation): the delay line's jitter honours any value.
-fn check_jitter(c: &Config) -> Result<(), Error> {
-    let auto = serialization(
-        data_packet_bytes(c.mss),
-        c.links[0].rate_bps.min(c.links[1].rate_bps),
-    );
-    if c.jitter == 0 || c.jitter == auto {
-        return Ok(());
-    }
-    Err(Error::refused(format!(
-        "the lab cannot honour `jitter` = {} until its delay line runs crates/link's jitter; remove it (the lab's hosts have timing noise of their own, which \"auto\" stands for in the simulator) or run the scenario with `kleinrock sim`",
-        ms(c.jitter)
-    )))
-}
-
-/// The socket buffers autotuning may reach: four times the largest window
-/// a flow could use (the path's BDP at the faster link's rate plus the
-/// deeper queue), since Linux counts about half of a buffer as window;
-/// never less than the kernel's defaults (6 MB), at most 1 GiB.
-fn buffer_bytes(c: &Config, rtt: Time) -> u64 {
-    let rate = c.links[0].rate_bps.max(c.links[1].rate_bps) as u128;
+        .map(|f| f.rtt)
+        .chain(c.udp.iter().map(|u| u.rtt))
+        .max()
+        .unwrap_or(0);
     let path = (rtt + c.links[0].delay + c.links[1].delay) as u128;
     let bdp = rate * path / 8 / 1_000_000_000;
+    let packet = data_packet_bytes(c.mss) as u128;
     let queue = c
         .links
         .iter()
         .map(|l| match &l.queue {
-            kleinrock_sim::world::QueueConfig::Fifo {
-                limit: kleinrock_sim::Limit::Packets(n),
+            QueueConfig::Fifo {
+                limit: Limit::Packets(n),
                 ..
-            } => *n as u128 * data_packet_bytes(c.mss) as u128,
-            _ => 0,
+            } => *n as u128 * packet,
+            QueueConfig::Fifo {
+                limit: Limit::Bytes(b),
+                ..
+            } => *b as u128,
+            QueueConfig::Codel(p) | QueueConfig::FqCodel(p) => p.limit as u128 * packet,
+            QueueConfig::Red(p) => p.limit as u128 * packet,
         })
         .max()
         .unwrap_or(0);
@@ -292,7 +239,6 @@ mod tests {
     #[test]
     fn a_plain_scenario_plans() {
         let p = plan(&base()).unwrap();
-        assert_eq!(p.rtt, 40 * MS);
         assert_eq!(p.codes, vec![Code::Kernel("cubic".into())]);
         assert_eq!(p.maxseg(), 1460);
         assert_eq!(p.buffer_bytes, 6 << 20);
@@ -301,14 +247,6 @@ mod tests {
     #[test]
     fn what_the_lab_cannot_honour_is_named() {
         for (extra, start) in [
-            (
-                "[[flow]]\ncc = \"reno\"\nrtt = \"80ms\"\n",
-                "the lab cannot honour `rtt` = 80ms for flow 1 beside 40ms for flow 0",
-            ),
-            (
-                "[[ping]]\nrtt = \"20ms\"\n",
-                "the lab cannot honour `rtt` = 20ms for ping 0",
-            ),
             (
                 "[[flow]]\ncc = \"cubic\"\nrtt = \"40ms\"\ntrace = \"t.csv\"\n",
                 "the lab cannot honour `trace` (flow 1's hook trace)",
@@ -323,13 +261,13 @@ mod tests {
             assert_eq!(e.lines().count(), 1);
         }
         let with = |from: &str, to: &str| plan(&base().replace(from, to));
-        let e = with("queue = 84", "queue = 84\njitter = \"3ms\"").unwrap_err();
+        let e = with("queue = 84", "queue = 20000").unwrap_err();
         assert!(
-            e.to_string()
-                .starts_with("the lab cannot honour `jitter` = 3ms"),
+            e.to_string().starts_with(
+                "the lab cannot honour `queue` (a limit of 20000 packets on the up link)"
+            ),
             "{e}"
         );
-        with("queue = 84", "queue = 84\njitter = \"0s\"").unwrap();
         let e = with("[tcp]\n", "[tcp]\nmss = 9000\n").unwrap_err();
         assert!(
             e.to_string()
@@ -346,5 +284,35 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// What the delay line runs now that it runs the simulator's link:
+    /// every queue, loss model, jitter, a trace, and paths of their own.
+    #[test]
+    fn the_simulators_link_and_paths_plan() {
+        let trace = std::env::temp_dir().join(format!("live-plan-{}.up", std::process::id()));
+        std::fs::write(&trace, "1\n2\n").unwrap();
+        for link in [
+            "queue = { kind = \"codel\" }".to_string(),
+            "queue = { kind = \"fq_codel\", ecn = true }".into(),
+            "queue = { kind = \"red\" }".into(),
+            "queue = \"64KB\"".into(),
+            "queue = 84\nloss = { p = \"1%\", r = \"10%\" }".into(),
+            "queue = 84\njitter = \"3ms\"".into(),
+        ] {
+            let text = base().replace("queue = 84", &link);
+            let p = plan(&text).unwrap_or_else(|e| panic!("{link}: {e}"));
+            assert_eq!(p.lab.forward.bottleneck.as_ref(), Some(&p.config.links[0]));
+        }
+        let traced = format!("trace = {:?}", trace.display().to_string());
+        let p = plan(&base().replace("rate = \"10Mbit\"", &traced)).unwrap();
+        assert!(p.lab.forward.bottleneck.unwrap().trace.is_some());
+        let p = plan(&format!(
+            "{}[[flow]]\ncc = \"reno\"\nrtt = \"80ms\"\n[[ping]]\nrtt = \"20ms\"\n",
+            base()
+        ))
+        .unwrap();
+        assert_eq!(p.lab.flows.len(), 3);
+        let _ = std::fs::remove_file(trace);
     }
 }

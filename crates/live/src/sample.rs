@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use kleinrock_cc::CaState;
-use kleinrock_lab::{DelayStats, Lab};
+use kleinrock_lab::Lab;
 use kleinrock_sim::link::LinkStats;
 use kleinrock_sim::results::{FlowSample, FlowSummary, Histogram, PingSummary, UdpSummary};
 use kleinrock_sim::time::{Time, SEC};
@@ -44,7 +44,6 @@ pub struct Sampler<'a> {
     traffic: &'a Traffic,
     flows: Vec<Flow>,
     counters: Counters,
-    last_delay: [DelayStats; 2],
     /// The flows' counters and the link's at the run's end.
     end: Option<(Vec<Snapshot>, [LinkStats; 2])>,
     results: Results,
@@ -84,12 +83,11 @@ impl<'a> Sampler<'a> {
             });
         }
         let c = &plan.config;
-        let counters = Counters::read(lab);
+        let counters = Counters::start(lab, c)?;
         Ok(Sampler {
             plan,
             traffic,
             flows,
-            last_delay: counters.delay(),
             counters,
             end: None,
             results: Results::new(c.duration, c.sample_interval, c.seed, c.flows.len()),
@@ -143,7 +141,7 @@ impl<'a> Sampler<'a> {
             });
             f.last = now;
         }
-        let queues = Counters::sample(lab, secs, &mut self.last_delay);
+        let queues = self.counters.sample(lab, secs)?;
         self.results.queue_series.extend(queues);
         Ok(())
     }
@@ -154,7 +152,7 @@ impl<'a> Sampler<'a> {
         let flows = (0..self.flows.len())
             .map(|i| snapshot(self.traffic, i))
             .collect::<Result<_, _>>()?;
-        self.end = Some((flows, self.counters.since(lab)));
+        self.end = Some((flows, self.counters.since_start(lab)?));
         Ok(())
     }
 

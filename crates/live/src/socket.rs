@@ -7,9 +7,10 @@
 //! lab's reader (`kleinrock_lab::TcpInfo`).
 
 use std::io;
-use std::mem::size_of;
+use std::mem::{size_of, size_of_val};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::{Duration, SystemTime};
 
 /// `SO_MAX_PACING_RATE`'s value that asks the kernel to pace the socket at
 /// its own `sk_pacing_rate`: any value but `~0` moves `sk_pacing_status`
@@ -231,7 +232,10 @@ pub fn connect(to: SocketAddrV4, opts: &TcpOptions) -> io::Result<TcpStream> {
     Ok(TcpStream::from(fd))
 }
 
-/// A raw ICMP socket that receives only echo replies (`ICMP_FILTER`).
+/// A raw ICMP socket that receives only echo replies (`ICMP_FILTER`),
+/// each stamped by the kernel as it arrives (`SO_TIMESTAMPNS`, as
+/// iputils' ping asks): a reader woken late, as a thread may be by up to
+/// a scheduler tick, still reads when its reply came.
 pub fn icmp() -> io::Result<OwnedFd> {
     let fd = socket(libc::SOCK_RAW, libc::IPPROTO_ICMP)?;
     // ICMP_FILTER (linux/icmp.h): a bitmask of the types *not* wanted.
@@ -239,6 +243,12 @@ pub fn icmp() -> io::Result<OwnedFd> {
     const ECHO_REPLY: u32 = 0;
     let mask: u32 = !(1 << ECHO_REPLY);
     setsockopt(fd.as_raw_fd(), libc::SOL_RAW, ICMP_FILTER, &mask)?;
+    setsockopt(
+        fd.as_raw_fd(),
+        libc::SOL_SOCKET,
+        libc::SO_TIMESTAMPNS,
+        &(1 as libc::c_int),
+    )?;
     Ok(fd)
 }
 
@@ -281,25 +291,50 @@ pub fn readable(fd: &impl AsFd, timeout_ms: i32) -> io::Result<bool> {
     }
 }
 
-/// Reads one datagram (or raw packet) without blocking: `None` if none.
-pub fn recv(fd: &impl AsFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
-    // SAFETY: buf is valid for writes of its length.
-    let n = unsafe {
-        libc::recv(
-            fd.as_fd().as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            libc::MSG_DONTWAIT,
-        )
+/// Reads one packet without blocking, with the time the kernel received
+/// it (CLOCK_REALTIME) if the socket asked for it (`SO_TIMESTAMPNS`):
+/// `None` if no packet waits.
+pub fn recv_stamped(
+    fd: &impl AsFd,
+    buf: &mut [u8],
+) -> io::Result<Option<(usize, Option<SystemTime>)>> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
     };
-    if n >= 0 {
-        return Ok(Some(n as usize));
+    // Room for one timespec's control message, aligned for cmsghdr.
+    let mut control = [0u64; 8];
+    // SAFETY: an all-zero msghdr is valid; its pointers are set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = size_of_val(&control) as _;
+    // SAFETY: msg points at live buffers of the lengths it gives.
+    let n = unsafe { libc::recvmsg(fd.as_fd().as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+            _ => Err(e),
+        };
     }
-    let e = io::Error::last_os_error();
-    match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
-        _ => Err(e),
+    let mut stamp = None;
+    // SAFETY: the CMSG macros walk the control buffer recvmsg filled, within
+    // the length it set; a timestamp's data is one timespec.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                stamp = Some(
+                    SystemTime::UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32),
+                );
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
     }
+    Ok(Some((n as usize, stamp)))
 }
 
 #[cfg(test)]

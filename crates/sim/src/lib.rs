@@ -6,8 +6,9 @@
 //! - [`event`]: the event list; [`time`]: nanosecond time.
 //! - [`packet`], [`link`]: the network. The queue disciplines, loss,
 //!   jitter and mahimahi traces a link runs are `kleinrock-link`'s, shared
-//!   with the live lab; the types a [`LinkConfig`] names are re-exported
-//!   here.
+//!   with the live lab, and so is the description of a link,
+//!   [`LinkConfig`], which the lab's delay line takes too; it and the
+//!   types it names are re-exported here.
 //! - [`tcp`]: the sender (SACK scoreboard, RACK-TLP, PRR, RTO, rate
 //!   sampler, pacing) and the receiver (delayed ACKs, SACK, ECN echo).
 //! - [`world`]: the topology and event loop; [`results`]: what a run
@@ -28,9 +29,10 @@ pub mod time;
 pub mod world;
 
 pub use kleinrock_link::codel::CodelParams;
+pub use kleinrock_link::config::LinkConfig;
 pub use kleinrock_link::loss::LossModel;
 pub use kleinrock_link::mahimahi::Trace;
 pub use kleinrock_link::queue::Limit;
 pub use kleinrock_link::red::RedParams;
 pub use results::Results;
-pub use world::{Config, FlowConfig, LinkConfig, Sim};
+pub use world::{Config, FlowConfig, Sim};

@@ -4,42 +4,30 @@
 //! event of its own; each pipe schedules only its head's arrival (htsim's
 //! design): events stay proportional to packets delivered.
 //!
-//! The queue disciplines, the loss process, the jitter and the trace are
-//! `kleinrock-link`'s (shared with the lab); what is here is how the
-//! simulator drives them: the serializer, the pipes and their events.
+//! The queue disciplines (and how an arrival is offered to one, the next
+//! packet taken from it, and what it did counted: `kleinrock_link::qdisc`),
+//! the loss process, the jitter and the trace are `kleinrock-link`'s,
+//! shared with the lab; what is here is how the simulator drives them: the
+//! serializer, the pipes and their events.
 
 use kleinrock_cc::rand::SplitMix64;
-use kleinrock_link::codel::{Codel, Outcome};
-use kleinrock_link::fq_codel::FqCodel;
 use kleinrock_link::jitter::Jitter;
 use kleinrock_link::loss::LossModel;
 use kleinrock_link::mahimahi::Trace;
-use kleinrock_link::queue::{Fifo, Verdict};
-use kleinrock_link::red::RedQueue;
+use kleinrock_link::packet::Forget;
+use kleinrock_link::qdisc;
+use kleinrock_link::queue::Verdict;
 use kleinrock_link::ring::Ring;
 
 use crate::packet::Packet;
 use crate::time::{serialization, Time};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LinkStats {
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    pub queue_drops: u64,
-    pub loss_drops: u64,
-    pub marks: u64,
-}
+pub use kleinrock_link::config::LinkStats;
 
-/// The queue discipline at a link's head.
-#[derive(Clone, Debug)]
-pub enum Qdisc {
-    /// Tail-drop FIFO: departures computed on arrival, no events.
-    Fifo(Fifo),
-    Codel(Codel<Packet>),
-    FqCodel(FqCodel<Packet>),
-    /// RED deciding on arrival, over a FIFO of packets.
-    Red(RedQueue<Packet>),
-}
+/// The queue discipline at a link's head: a FIFO computes departures on
+/// arrival and needs no events; the held disciplines (CoDel, FQ-CoDel,
+/// RED) are served by completion events.
+pub type Qdisc = qdisc::Qdisc<Packet>;
 
 /// What became of an arriving packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,20 +86,6 @@ impl Link {
         false
     }
 
-    fn count(&mut self, v: Verdict) -> bool {
-        match v {
-            Verdict::Dropped => {
-                self.stats.queue_drops += 1;
-                false
-            }
-            Verdict::Marked => {
-                self.stats.marks += 1;
-                true
-            }
-            Verdict::Queued => true,
-        }
-    }
-
     /// A packet arrives at `now`. A FIFO decides on the spot and may mark
     /// `p` (it then departs as marked); the other qdiscs take a copy.
     /// Inlined: the FIFO's is the per-packet path of most runs.
@@ -136,7 +110,7 @@ impl Link {
             }
         };
         let v = f.admit(now, p, start);
-        if !self.count(v) {
+        if !self.stats.count(v) {
             return Arrival::Dropped;
         }
         // `next_idx` is 0 only without a trace: a register test, where
@@ -156,23 +130,10 @@ impl Link {
     /// The event-driven qdiscs: queue (or drop), and start sending if idle.
     #[inline(never)]
     fn arrive_queued(&mut self, now: Time, p: &mut Packet, rng: &mut SplitMix64) -> Arrival {
-        let queued = match &mut self.qdisc {
-            Qdisc::Fifo(_) => return self.arrive(now, p, rng),
-            Qdisc::Codel(c) => c.enqueue(now, *p),
-            Qdisc::FqCodel(fq) => {
-                let dropped = fq.enqueue(now, *p);
-                self.stats.queue_drops += dropped as u64;
-                true
-            }
-            Qdisc::Red(red) => {
-                let v = red.enqueue(now, *p, rng);
-                let ok = v != Verdict::Dropped;
-                let _ = self.count(v);
-                ok
-            }
+        let Qdisc::Held(q) = &mut self.qdisc else {
+            return self.arrive(now, p, rng);
         };
-        if !queued {
-            self.stats.queue_drops += 1;
+        if q.enqueue(now, *p, rng, &mut self.stats, &mut Forget) == Verdict::Dropped {
             return Arrival::Dropped;
         }
         if self.in_service.is_none() {
@@ -185,16 +146,10 @@ impl Link {
 
     /// Event-driven qdiscs: take the next packet into service.
     fn start_next(&mut self, now: Time) -> Option<Time> {
-        let mut out = Outcome::default();
-        let p = match &mut self.qdisc {
-            Qdisc::Fifo(_) => None,
-            Qdisc::Codel(c) => c.dequeue(now, &mut out),
-            Qdisc::FqCodel(fq) => fq.dequeue(now, &mut out),
-            Qdisc::Red(red) => red.dequeue(now),
+        let Qdisc::Held(q) = &mut self.qdisc else {
+            return None;
         };
-        self.stats.queue_drops += out.dropped as u64;
-        self.stats.marks += out.marked as u64;
-        let p = p?;
+        let p = q.dequeue(now, &mut self.stats, &mut Forget)?;
         self.in_service = Some(p);
         Some(now + tx_time(&mut self.ser_cache, self.rate_bps, p.bytes))
     }
@@ -210,15 +165,7 @@ impl Link {
     /// Queue length in packets and bytes at `now` (the packet in service
     /// excluded).
     pub fn backlog(&mut self, now: Time) -> (usize, u64) {
-        match &mut self.qdisc {
-            Qdisc::Fifo(f) => {
-                f.advance(now, self.free_at);
-                (f.len(), f.bytes())
-            }
-            Qdisc::Codel(c) => (c.len(), c.bytes()),
-            Qdisc::FqCodel(fq) => (fq.len(), fq.bytes()),
-            Qdisc::Red(red) => (red.len(), red.bytes()),
-        }
+        self.qdisc.backlog(now, self.free_at)
     }
 }
 

@@ -12,12 +12,7 @@ use kleinrock_cc::rand::SplitMix64;
 use kleinrock_cc::{Algorithm, CaState, CongestionControl};
 use kleinrock_trace::Recorder;
 
-use kleinrock_link::codel::{Codel, CodelParams};
-use kleinrock_link::fq_codel::FqCodel;
-use kleinrock_link::loss::LossModel;
-use kleinrock_link::mahimahi::Trace;
-use kleinrock_link::queue::{Fifo, Limit};
-use kleinrock_link::red::{Red, RedParams, RedQueue};
+pub use kleinrock_link::config::{LinkConfig, QueueConfig};
 
 use crate::event::{Event, EventQueue};
 use crate::link::{Arrival, Link, LinkStats, Pipe, Qdisc};
@@ -29,48 +24,16 @@ use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::{Sender, SenderConfig};
 use crate::time::{serialization, Time, NEVER, SEC};
 
-/// The queue at a bottleneck.
-#[derive(Clone, Debug, PartialEq)]
-pub enum QueueConfig {
-    /// Tail-drop FIFO; optionally step-marking ECN at K packets.
-    Fifo {
-        limit: Limit,
-        mark_at: Option<u32>,
-    },
-    Codel(CodelParams),
-    FqCodel(CodelParams),
-    Red(RedParams),
-}
-
-/// One bottleneck direction.
-#[derive(Clone, Debug)]
-pub struct LinkConfig {
-    /// Constant rate; with a trace, its mean rate (for BDPs and reports).
-    pub rate_bps: u64,
-    /// A mahimahi trace of delivery opportunities (FIFO queues only).
-    pub trace: Option<Trace>,
-    /// One-way propagation delay of the link, added to every flow crossing
-    /// it (a flow's RTT is its own `rtt` plus both directions' delays).
-    pub delay: Time,
-    pub queue: QueueConfig,
-    pub loss: LossModel,
-}
-
-impl LinkConfig {
-    fn build(&self, mss: u32) -> Link {
-        let qdisc = match &self.queue {
-            QueueConfig::Fifo { limit, mark_at } => Qdisc::Fifo(Fifo::new(*limit, *mark_at)),
-            QueueConfig::Codel(p) => Qdisc::Codel(Codel::new(*p)),
-            QueueConfig::FqCodel(p) => Qdisc::FqCodel(FqCodel::new(*p)),
-            QueueConfig::Red(p) => Qdisc::Red(RedQueue::new(Red::new(
-                *p,
-                serialization(data_packet_bytes(mss), self.rate_bps),
-            ))),
-        };
-        let mut link = Link::new(self.rate_bps, qdisc, self.loss.clone());
-        link.trace = self.trace.clone().map(|t| (t, 0));
-        link
-    }
+/// The simulator's link for one direction of the dumbbell.
+fn build_link(cfg: &LinkConfig, mss: u32) -> Link {
+    // RED's idle time is counted in data packets' transmissions.
+    let qdisc = Qdisc::new(
+        &cfg.queue,
+        serialization(data_packet_bytes(mss), cfg.rate_bps),
+    );
+    let mut link = Link::new(cfg.rate_bps, qdisc, cfg.loss.clone());
+    link.trace = cfg.trace.clone().map(|t| (t, 0));
+    link
 }
 
 /// One TCP flow.
@@ -141,10 +104,8 @@ pub struct Config {
     /// Linux's delayed ACKs (quick ACKs, then every second segment, 40 ms
     /// timer); false: ACK every segment.
     pub delayed_acks: bool,
-    /// Up to this much random extra delay per data packet after the
-    /// bottleneck (see [`Pipe`]); 0 for a perfectly periodic network.
-    pub jitter: Time,
-    /// [up, down].
+    /// [up, down]; each link's `jitter` applies to the data packets that
+    /// cross it, in their flow's pipe (see [`Pipe`]).
     pub links: [LinkConfig; 2],
     pub flows: Vec<FlowConfig>,
     pub pings: Vec<PingConfig>,
@@ -260,7 +221,7 @@ pub struct Sim {
 impl Sim {
     /// Builds the world. Fails only if a trace file cannot be created.
     pub fn new(cfg: Config) -> std::io::Result<Sim> {
-        let links = [0, 1].map(|i| cfg.links[i].build(cfg.mss));
+        let links = [0, 1].map(|i| build_link(&cfg.links[i], cfg.mss));
         let mut flows = Vec::with_capacity(cfg.flows.len());
         let mut pipes = Vec::with_capacity(cfg.flows.len() * 2);
         let mut events = EventQueue::new();
@@ -305,7 +266,7 @@ impl Sim {
             });
             let (data, ack) = if f.upload { (0, 1) } else { (1, 0) };
             let (d_data, d_ack) = (cfg.links[data].delay, cfg.links[ack].delay);
-            pipes.push(Pipe::new(f.rtt / 2 + d_data, cfg.jitter));
+            pipes.push(Pipe::new(f.rtt / 2 + d_data, cfg.links[data].jitter));
             pipes.push(Pipe::new(f.rtt - f.rtt / 2 + d_ack, 0));
             events.schedule(f.start, Event::FlowStart(i as u32));
             if let Some(stop) = f.stop {

@@ -29,6 +29,7 @@ fn link(rate_bps: u64, packets: u32, loss_ppm: u32) -> LinkConfig {
         } else {
             LossModel::Bernoulli { ppm: loss_ppm }
         },
+        jitter: kleinrock_sim::time::serialization(1500, rate_bps),
     }
 }
 
@@ -65,7 +66,6 @@ pub fn dumbbell(
         peer_ecn: true,
         slow_start_after_idle: true,
         delayed_acks: true,
-        jitter: kleinrock_sim::time::serialization(1500, rate_bps),
         links: [link(rate_bps, queue, loss_ppm), link(rate_bps, 1000, 0)],
         flows,
         pings: vec![],
@@ -560,6 +560,51 @@ fn median_queue_delay_ms(r: &Results) -> f64 {
         .collect();
     d.sort();
     d[d.len() / 2] as f64 / 1000.0
+}
+
+/// Every datagram offered to a link either leaves it or is dropped by its
+/// queue, once: counted once, whichever discipline drops it. (RED's drops
+/// were counted twice.)
+#[test]
+fn each_queue_drop_is_counted_once_in_every_discipline() {
+    use kleinrock_sim::world::UdpConfig;
+    use kleinrock_sim::{CodelParams, RedParams};
+    let codel = CodelParams {
+        limit: 50,
+        ..CodelParams::default()
+    };
+    for queue in [
+        QueueConfig::Fifo {
+            limit: Limit::Packets(50),
+            mark_at: None,
+        },
+        QueueConfig::Codel(codel),
+        QueueConfig::FqCodel(codel),
+        QueueConfig::Red(RedParams {
+            limit: 50,
+            min: 5.0,
+            max: 15.0,
+            max_p: 0.1,
+            wq: 0.002,
+            ecn: false,
+        }),
+    ] {
+        let mut c = dumbbell(10_000_000, 50, 0, 3, vec![]);
+        c.links[0].queue = queue.clone();
+        // Twice the link's rate for a second; the queue drains by the end.
+        c.udp.push(UdpConfig {
+            rate_bps: 20_000_000,
+            bytes: 1500,
+            rtt: 20 * MS,
+            upload: true,
+            start: 0,
+            stop: Some(SEC),
+        });
+        let r = run(c);
+        let (up, sent) = (r.links[0], r.udp[0].sent);
+        assert!(up.queue_drops > 0, "{queue:?}: {up:?}");
+        assert_eq!(up.tx_packets + up.queue_drops, sent, "{queue:?}: {up:?}");
+    }
 }
 
 #[test]

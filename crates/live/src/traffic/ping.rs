@@ -4,13 +4,17 @@
 //! own echo id ([`crate::plan::ping_id`]) and raw socket, and takes only
 //! the replies carrying its id. A request is 84 bytes of IP, ping's
 //! default and the simulator's: 20 of IPv4, 8 of ICMP, 56 of payload.
-//! The RTT is from the request's send to the reply's read, both taken on
-//! the thread's monotonic clock.
+//! The RTT is from just before the request's send to the moment the
+//! kernel received the reply (its socket timestamp, as iputils' ping
+//! measures), both on the real-time clock, the socket timestamp's: a
+//! thread woken late (by up to a scheduler tick, 4 ms at HZ=250, while a
+//! lower-priority thread finishes its slice) reads late, but its reply
+//! came when it came.
 
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use kleinrock_lab::{Lab, RECEIVER_ADDR};
 use kleinrock_sim::results::{Histogram, PingSample};
@@ -85,7 +89,9 @@ fn pinger(i: usize, cfg: &PingConfig, clock: &Clock, s: &OwnedFd, tally: &Mutex<
     let due = |t: Instant| t <= clock.end && cfg.stop.is_none_or(|s| t < clock.at(s));
     let interval = Duration::from_nanos(cfg.interval);
     let mut next = Some(clock.at(cfg.start)).filter(|&t| due(t));
-    let mut sent_at: Vec<Instant> = Vec::new();
+    // Each request's send, on both clocks: the real-time one to measure
+    // against the reply's stamp, the monotonic one for the run's time.
+    let mut sent_at: Vec<(Instant, SystemTime)> = Vec::new();
     let mut buf = [0u8; 1500];
     loop {
         let now = Instant::now();
@@ -93,8 +99,9 @@ fn pinger(i: usize, cfg: &PingConfig, clock: &Clock, s: &OwnedFd, tally: &Mutex<
         // over: the one due at the very end, by a thread woken late.
         if let Some(t) = next.filter(|&t| now >= t) {
             let seq = sent_at.len() as u16;
+            let when = (Instant::now(), SystemTime::now());
             if socket::send_to(s, &echo(id, seq), RECEIVER_ADDR).is_ok() {
-                sent_at.push(Instant::now());
+                sent_at.push(when);
                 if let Ok(mut t) = tally.lock() {
                     t.sent += 1;
                 }
@@ -110,18 +117,25 @@ fn pinger(i: usize, cfg: &PingConfig, clock: &Clock, s: &OwnedFd, tally: &Mutex<
         if !socket::readable(s, wait_ms).unwrap_or(false) {
             continue;
         }
-        while let Ok(Some(n)) = socket::recv(s, &mut buf) {
-            let got = Instant::now();
+        while let Ok(Some((n, stamp))) = socket::recv_stamped(s, &mut buf) {
+            let read = (Instant::now(), SystemTime::now());
             let Some(seq) = reply_seq(&buf[..n], id) else {
                 continue;
             };
             let Some(&sent) = sent_at.get(index_of(seq, sent_at.len())) else {
                 continue;
             };
+            // Without a stamp (the kernel gives one to every packet once
+            // asked), the read's own time.
+            let rtt = stamp
+                .unwrap_or(read.1)
+                .duration_since(sent.1)
+                .unwrap_or(read.0 - sent.0);
+            let got = sent.0 + rtt;
             if got > clock.end {
                 continue;
             }
-            let rtt_us = (got - sent).as_micros().min(u32::MAX as u128) as u32;
+            let rtt_us = rtt.as_micros().min(u32::MAX as u128) as u32;
             if let Ok(mut t) = tally.lock() {
                 t.received += 1;
                 t.hist.add(rtt_us);

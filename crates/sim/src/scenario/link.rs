@@ -14,7 +14,8 @@ use super::wording::{name, show, show_value};
 use super::ScenarioError;
 use crate::packet::HEADER_BYTES;
 use crate::time::{serialization, Time};
-use crate::world::{bdp_packets, data_packet_bytes, LinkConfig, QueueConfig};
+use crate::world::{bdp_packets, data_packet_bytes};
+use kleinrock_link::config::{LinkConfig, QueueConfig};
 use kleinrock_link::loss::LossModel;
 use kleinrock_link::mahimahi::Trace;
 use kleinrock_link::queue::Limit;
@@ -59,15 +60,15 @@ pub(super) struct Paths {
     pub tcp_data: [bool; 2],
 }
 
-/// Both directions' links ([up, down]) and the jitter after them; `dir`
-/// resolves relative trace paths.
+/// Both directions' links ([up, down]), each with the jitter after it
+/// (one value for both); `dir` resolves relative trace paths.
 pub(super) fn links(
     src: &Source,
     l: &LinkSection,
     mss: u32,
     paths: &Paths,
     dir: Option<&Path>,
-) -> Result<([LinkConfig; 2], Time), ScenarioError> {
+) -> Result<[LinkConfig; 2], ScenarioError> {
     let both = LinkDir {
         rate: l.rate.clone(),
         trace: l.trace.clone(),
@@ -86,7 +87,7 @@ pub(super) fn links(
         (merge(&both, l.up.as_ref()), "link.up"),
         (merge(&both, l.down.as_ref()), "link.down"),
     ];
-    let links = [
+    let mut links = [
         link(src, &dirs[0].0, dirs[0].1, mss, paths, dir)?,
         link(src, &dirs[1].0, dirs[1].1, mss, paths, dir)?,
     ];
@@ -109,7 +110,10 @@ pub(super) fn links(
             links[0].rate_bps.min(links[1].rate_bps),
         ),
     };
-    Ok((links, jitter))
+    for l in &mut links {
+        l.jitter = jitter;
+    }
+    Ok(links)
 }
 
 /// A table gives a link either a `rate` or a mahimahi `trace`, whose rate
@@ -257,6 +261,8 @@ fn link(
         delay,
         queue,
         loss,
+        // Set by `links`, which knows both directions' rates.
+        jitter: 0,
     })
 }
 

@@ -172,7 +172,7 @@ fn parse_file(src: &Source, dir: Option<&Path>) -> Result<Config, ScenarioError>
             flows.iter().any(|f| !f.upload),
         ],
     };
-    let (links, jitter) = link::links(src, &f.link, tcp.mss, &paths, dir)?;
+    let links = link::links(src, &f.link, tcp.mss, &paths, dir)?;
     let series = SeriesSize {
         duration,
         sample_interval,
@@ -193,7 +193,6 @@ fn parse_file(src: &Source, dir: Option<&Path>) -> Result<Config, ScenarioError>
         peer_ecn: tcp.peer_ecn,
         slow_start_after_idle: tcp.slow_start_after_idle,
         delayed_acks: tcp.delayed_acks,
-        jitter,
         links,
         flows,
         pings,
@@ -324,7 +323,7 @@ fn tcp(src: &Source, t: &Tcp) -> Result<TcpSettings, ScenarioError> {
 mod tests {
     use super::*;
     use crate::time::SEC;
-    use crate::world::QueueConfig;
+    use kleinrock_link::config::QueueConfig;
     use kleinrock_link::loss::LossModel;
     use kleinrock_link::queue::Limit;
 

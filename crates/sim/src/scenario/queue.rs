@@ -9,8 +9,8 @@ use super::units::{fmt_bytes, parse_bytes, parse_duration, parse_percent_ppm, So
 use super::wording::{quoted, show, show_value};
 use super::ScenarioError;
 use crate::time::{Time, MS};
-use crate::world::QueueConfig;
 use kleinrock_link::codel::CodelParams;
+use kleinrock_link::config::QueueConfig;
 use kleinrock_link::queue::Limit;
 use kleinrock_link::red::RedParams;
 
