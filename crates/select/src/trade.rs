@@ -13,16 +13,16 @@
 //! The comparison is over the peer's own connections, bucket by bucket
 //! ([`crate::evidence`]), weighted by the peer's demand, over the buckets
 //! where both algorithms have evidence; a trade is reported only where the
-//! difference in goodput is beyond noise: more than [`TRADE_Z`] standard
-//! errors of the difference, each algorithm's spread its own shrunk
-//! towards the path's as the policy's estimates are.
+//! difference in goodput is beyond noise: a ratio whose logarithm is more
+//! than [`TRADE_Z`] standard errors of the difference, each algorithm's
+//! spread its own shrunk towards the path's as the policy's estimates are.
 
 use std::fmt;
 
 use crate::evidence::Entry;
 
-/// Standard errors of the difference beyond which one algorithm's goodput
-/// is taken to exceed another's.
+/// Standard errors of the difference of log goodputs beyond which one
+/// algorithm's goodput is taken to exceed another's.
 pub const TRADE_Z: f64 = 2.0;
 
 /// What `choice` gives up against `rival`, the algorithm that delivers
@@ -86,8 +86,11 @@ pub fn trade(entry: &Entry, choice: usize, prior: f64, weight: f64) -> Option<Tr
         if ours.rate <= 0.0 || theirs.rtt <= 0.0 {
             continue;
         }
-        let gap = theirs.rate - ours.rate;
-        if gap <= TRADE_Z * (ours.rate_var + theirs.rate_var).sqrt() {
+        // Rates differ by factors: the gap and its noise in logarithms (the
+        // variance of a log is the squared coefficient of variation).
+        let gap = (theirs.rate / ours.rate).ln();
+        let noise = ours.rate_var / ours.rate.powi(2) + theirs.rate_var / theirs.rate.powi(2);
+        if gap <= TRADE_Z * noise.sqrt() {
             continue;
         }
         let t = Trade {
