@@ -178,6 +178,46 @@ fn with_mixed_sizes_kleinrock_halves_bpftunes_regret_and_converges() {
     halves_the_regret(&b, &k, true);
 }
 
+// Beyond the tuned fleets (docs/SELECTOR.md): FQ-CoDel and RED at shallow
+// and deep settings, with ECN and without, which the policy was not tuned
+// on. With seeds 1 to 4 the cost regret is 5-13% of bpftune's and every
+// destination converges within 10 connections once near ties count as
+// best; strictly, with seed 4 a deep-AQM destination alternates between
+// CDG and algorithms within the noise of it (29 to never in
+// select_draws's five draws). The goodput regret is at most half of
+// bpftune's with seed 1 only: with seeds 2-4 bpftune gets more bytes than
+// the oracle, which gives goodput up for RTT on the deep AQMs (CDG).
+#[test]
+fn on_aqm_edges_kleinrock_halves_bpftunes_cost_regret_and_converges_up_to_ties() {
+    for seed in [1, 2, 3, 4] {
+        let mut w = workload("select-aqm-edges.toml");
+        w.seed = seed;
+        let o = simulate(&w, &w.algorithms());
+        let b = run_policy(&w, &o, &mut Policy::bpftune(w.seed), &mut |_| {});
+        let k = run_policy(
+            &w,
+            &o,
+            &mut Policy::kleinrock(&w.candidates, w.seed),
+            &mut |_| {},
+        );
+        halves_the_regret(&b, &k, seed == 1);
+        for p in &k.phases {
+            let c = p.tie_convergence.unwrap_or(u32::MAX);
+            assert!(
+                c <= 10 && p.tie_share_best >= 0.8,
+                "seed {seed}: {} ({}) converged with ties after {c}",
+                p.address,
+                p.path
+            );
+            // Ties only add to what counts as best.
+            assert!(c <= p.convergence.unwrap_or(u32::MAX));
+        }
+        if seed == 1 {
+            converges(&k, &[]);
+        }
+    }
+}
+
 #[test]
 fn a_policy_replays_identically() {
     let w = workload("select-e4-lossy.toml");
