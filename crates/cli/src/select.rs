@@ -95,8 +95,16 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<28} {:>5} {:>8} {:<22} {:>11} {:>11} {:>7} {:>11}",
-        "path", "dests", "phase", "oracle", "goodput", "cubic alone", "best", "converged"
+        "{:<28} {:>5} {:>8} {:<22} {:>11} {:>11} {:>7} {:>11} {:>11}",
+        "path",
+        "dests",
+        "phase",
+        "oracle",
+        "goodput",
+        "cubic alone",
+        "best",
+        "converged",
+        "with ties"
     );
     let dests = w.destinations();
     // Each path's phases and connections, before and after a change, in
@@ -136,14 +144,18 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
             oracles.sort_by_key(|o| std::cmp::Reverse(o.0));
             let oracle = oracles.iter().map(|o| o.1).collect::<Vec<_>>().join("/");
             let share = phases.iter().map(|x| x.share_best).sum::<f64>() / phases.len() as f64;
-            let mut conv: Vec<u32> = phases
-                .iter()
-                .map(|x| x.convergence.unwrap_or(x.connections))
-                .collect();
-            conv.sort();
+            // Median and worst, never counting as every connection.
+            let spread = |of: fn(&&kleinrock_fleet::replay::Phase) -> Option<u32>| {
+                let mut v: Vec<u32> = phases
+                    .iter()
+                    .map(|x| of(x).unwrap_or(x.connections))
+                    .collect();
+                v.sort();
+                format!("{:>5} / {:<4}", v[v.len() / 2], v[v.len() - 1])
+            };
             let _ = writeln!(
                 s,
-                "{:<28} {:>5} {:>8} {:<22} {:>6.1} Mb/s {:>6.1} Mb/s {:>6.0}% {:>5} / {:<4}",
+                "{:<28} {:>5} {:>8} {:<22} {:>6.1} Mb/s {:>6.1} Mb/s {:>6.0}% {} {}",
                 p.name,
                 phases.len(),
                 if changed { "after" } else { "before" },
@@ -151,8 +163,8 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
                 goodput / 1e6,
                 alone / 1e6,
                 share * 100.0,
-                conv[conv.len() / 2],
-                conv[conv.len() - 1]
+                spread(|x| x.convergence),
+                spread(|x| x.tie_convergence)
             );
         }
     }
@@ -163,6 +175,11 @@ fn table(w: &Workload, o: &Outcomes, r: &Report) -> String {
         r.regret_rtt_ms,
         r.played.len(),
         r.regret_cost
+    );
+    let _ = writeln!(
+        s,
+        "against the algorithm that delivers most: {:.2} GB of goodput",
+        r.regret_bytes_most / 1e9
     );
     let _ = writeln!(
         s,

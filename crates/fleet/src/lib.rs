@@ -9,8 +9,8 @@
 //! a few times (a connection of the workload's length, from an idle start);
 //! [`replay`] then plays the connections in time order against a policy,
 //! which picks an algorithm when each starts, sees samples while it runs
-//! and learns when it closes, and scores the choices against an oracle that
-//! knows the best fixed algorithm of each path.
+//! and learns when it closes, and [`score`] judges the choices against an
+//! oracle that knows the best fixed algorithm of each path.
 //!
 //! Connections to the same destination do not share the path in the
 //! simulation: each outcome is one connection alone, which is what the
@@ -18,6 +18,7 @@
 
 pub mod outcomes;
 pub mod replay;
+pub mod score;
 pub mod workload;
 
 pub use outcomes::Outcomes;

@@ -12,15 +12,14 @@
 //! BBR connection from its start (its samples and outcome are BBR's), a
 //! simplification: where it fires, it does so within a sample or two.
 //!
-//! Scoring is against expected outcomes, the mean over the simulated seeds
-//! of each algorithm on each network: an algorithm's cost there is the
-//! policies' own objective (RTT above the best algorithm's, plus goodput
-//! short of the best's, as fractions); the oracle is the cheapest
-//! algorithm the host can set on that path; the algorithms within 0.05 of
-//! its cost count as "best". Regret sums, over connections, what the
-//! chosen algorithm's expectation lacks against the oracle's.
+//! Scoring is against expected outcomes ([`crate::score`]): the oracle is
+//! the cheapest algorithm the host can set on the path, and the algorithms
+//! within 0.05 of its cost count as "best" (strictly), or also those
+//! within the noise of its outcomes (tie-aware). Regret sums, over
+//! connections, what the chosen algorithm's expectation lacks against the
+//! oracle's, and, in goodput, against the algorithm that delivers most.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::net::IpAddr;
 
 use kleinrock_cc::rand::SplitMix64;
@@ -30,7 +29,10 @@ use kleinrock_select::{peer, Sample};
 use kleinrock_sim::time::SEC;
 
 use crate::outcomes::Outcomes;
+use crate::score::{self, expectations_and_work};
 use crate::workload::Workload;
+
+pub use crate::score::{expectations, Expectation, BEST_MARGIN, CONVERGED_SHARE};
 
 /// A policy under test.
 pub enum Policy {
@@ -93,122 +95,6 @@ impl Policy {
     }
 }
 
-/// What the oracle knows about one network: each algorithm's expected
-/// goodput, RTT and cost, and the best.
-#[derive(Clone, Debug)]
-pub struct Expectation {
-    pub goodput_bps: Vec<f64>,
-    pub rtt_ms: Vec<f64>,
-    /// How long its connections last, s (shorter than the workload's
-    /// duration for transfers that complete).
-    pub lifetime_s: Vec<f64>,
-    pub cost: Vec<f64>,
-    /// The best fixed algorithm on the path (over its size mix), and those
-    /// within [`BEST_MARGIN`] of it there.
-    pub oracle: usize,
-    pub best: Vec<bool>,
-}
-
-/// Within this much cost of the oracle, an algorithm counts as best.
-pub const BEST_MARGIN: f64 = 0.05;
-/// The share of best choices that marks convergence.
-pub const CONVERGED_SHARE: f64 = 0.8;
-
-/// The expectations of every network, the oracle knowing which algorithms
-/// each path cannot set.
-pub fn expectations(w: &Workload, o: &Outcomes) -> Vec<Expectation> {
-    expectations_and_work(w, o).0
-}
-
-/// [`expectations`], and the networks it looked at to find each path's
-/// oracle (for [`Report::work`]).
-fn expectations_and_work(w: &Workload, o: &Outcomes) -> (Vec<Expectation>, u64) {
-    let seeds = o.seeds().max(1);
-    let mut exp: Vec<Expectation> = o
-        .networks
-        .iter()
-        .enumerate()
-        .map(|(n, _)| {
-            let k = o.algorithms.len();
-            let mean = |f: &dyn Fn(usize, u32) -> f64, a: usize| {
-                (0..seeds).map(|s| f(a, s)).sum::<f64>() / seeds as f64
-            };
-            let goodput: Vec<f64> = (0..k)
-                .map(|a| mean(&|a, s| o.get(n, a, s).goodput_bps, a))
-                .collect();
-            let rtt: Vec<f64> = (0..k)
-                .map(|a| mean(&|a, s| o.get(n, a, s).rtt_ms, a))
-                .collect();
-            let lifetime: Vec<f64> = (0..k)
-                .map(|a| mean(&|a, s| o.get(n, a, s).lifetime_s, a))
-                .collect();
-            let g_best = goodput.iter().copied().fold(0.0, f64::max);
-            let r_best = rtt
-                .iter()
-                .copied()
-                .filter(|r| *r > 0.0)
-                .fold(f64::MAX, f64::min);
-            let cost: Vec<f64> = (0..k)
-                .map(|a| {
-                    let mut c = 0.0;
-                    if r_best > 0.0 && r_best < f64::MAX {
-                        c += (rtt[a] - r_best) / r_best;
-                    }
-                    if g_best > 0.0 {
-                        c += (g_best - goodput[a]) / g_best;
-                    }
-                    c
-                })
-                .collect();
-            Expectation {
-                goodput_bps: goodput,
-                rtt_ms: rtt,
-                lifetime_s: lifetime,
-                cost,
-                // Set below, per path.
-                oracle: 0,
-                best: Vec::new(),
-            }
-        })
-        .collect();
-    // The oracle knows the best fixed algorithm per path, not per
-    // connection size: the cheapest settable one over the size mix. The
-    // networks of one path and phase, each size class's, are grouped once.
-    let total: f64 = w.sizes.iter().map(|z| z.weight).sum();
-    let k = o.algorithms.len();
-    let mut phases: HashMap<(usize, bool), Vec<usize>> = HashMap::new();
-    for (n, &(p, c, _)) in o.networks.iter().enumerate() {
-        phases.entry((p, c)).or_default().push(n);
-    }
-    let mut work = 0;
-    for n in 0..exp.len() {
-        let (path, changed, _) = o.networks[n];
-        let mut path_cost = vec![0.0; k];
-        for &m in &phases[&(path, changed)] {
-            work += 1;
-            let class = o.networks[m].2;
-            for (a, pc) in path_cost.iter_mut().enumerate() {
-                *pc += exp[m].cost[a] * w.sizes[class].weight / total;
-            }
-        }
-        let unavailable = &w.paths[path].unavailable;
-        let settable: Vec<bool> = o
-            .algorithms
-            .iter()
-            .map(|a| !unavailable.contains(a))
-            .collect();
-        let oracle = (0..k)
-            .filter(|&a| settable[a])
-            .min_by(|&a, &b| path_cost[a].total_cmp(&path_cost[b]))
-            .unwrap_or(0);
-        exp[n].oracle = oracle;
-        exp[n].best = (0..k)
-            .map(|a| settable[a] && path_cost[a] <= path_cost[oracle] + BEST_MARGIN)
-            .collect();
-    }
-    (exp, work)
-}
-
 /// One connection as played.
 #[derive(Clone, Debug)]
 pub struct Played {
@@ -239,6 +125,10 @@ pub struct Phase {
     pub convergence: Option<u32>,
     /// The share of best choices after convergence (0 without).
     pub share_best: f64,
+    /// The same when algorithms the oracle cannot tell from the best count
+    /// as best ([`crate::score`]).
+    pub tie_convergence: Option<u32>,
+    pub tie_share_best: f64,
     pub oracle: String,
 }
 
@@ -253,6 +143,10 @@ pub struct Report {
     pub regret_bytes: f64,
     pub regret_rtt_ms: f64,
     pub regret_cost: f64,
+    /// Payload bytes behind the algorithm with the most expected goodput
+    /// on each network (not the oracle's, which may give goodput up for
+    /// RTT).
+    pub regret_bytes_most: f64,
     /// The same against an oracle limited to the policy's own candidates:
     /// how well it learned, apart from what it could choose from.
     pub own_regret_bytes: f64,
@@ -473,6 +367,7 @@ pub fn run_policy(
         regret_bytes: 0.0,
         regret_rtt_ms: 0.0,
         regret_cost: 0.0,
+        regret_bytes_most: 0.0,
         own_regret_bytes: 0.0,
         own_regret_cost: 0.0,
         status: policy.status(),
@@ -505,6 +400,10 @@ pub fn run_policy(
         report.regret_bytes += bytes_short(e.oracle);
         report.regret_rtt_ms += e.rtt_ms[p.alg] - e.rtt_ms[e.oracle];
         report.regret_cost += e.cost[p.alg] - e.cost[e.oracle];
+        let most = (0..e.goodput_bps.len())
+            .max_by(|&a, &b| e.goodput_bps[a].total_cmp(&e.goodput_bps[b]))
+            .unwrap_or(e.oracle);
+        report.regret_bytes_most += bytes_short(most);
     }
     // `played` is in destination order: each destination's connections are
     // one run of it (looking them up per destination was quadratic).
@@ -523,23 +422,19 @@ pub fn run_policy(
             }
             let e = &exp[mine[0].network];
             let good: Vec<bool> = mine.iter().map(|p| e.best[p.alg]).collect();
-            // Best choices from each connection on, counted from the end.
-            let mut best_from = vec![0usize; good.len() + 1];
-            for c in (0..good.len()).rev() {
-                best_from[c] = best_from[c + 1] + good[c] as usize;
-            }
-            let convergence = (0..good.len())
-                .find(|&c| best_from[c] as f64 >= CONVERGED_SHARE * (good.len() - c) as f64);
-            let share_best =
-                convergence.map_or(0.0, |c| best_from[c] as f64 / (good.len() - c) as f64);
+            let (convergence, share_best) = score::convergence(&good);
+            let tied: Vec<bool> = mine.iter().map(|p| e.tied[p.alg]).collect();
+            let (tie_convergence, tie_share_best) = score::convergence(&tied);
             report.phases.push(Phase {
                 dest: d,
                 address,
                 path: w.paths[path_i].name.clone(),
                 changed,
                 connections: mine.len() as u32,
-                convergence: convergence.map(|c| c as u32),
+                convergence,
                 share_best,
+                tie_convergence,
+                tie_share_best,
                 oracle: o.algorithms[e.oracle].clone(),
             });
         }
@@ -554,11 +449,21 @@ impl Report {
     /// Median and worst convergence over the phases of `changed`, in
     /// connections (`None` counts as all of them).
     pub fn convergence(&self, changed: bool) -> (f64, u32) {
+        self.median_and_worst(changed, |p| p.convergence)
+    }
+
+    /// [`Report::convergence`] with near ties counting as best
+    /// ([`crate::score`]).
+    pub fn tie_convergence(&self, changed: bool) -> (f64, u32) {
+        self.median_and_worst(changed, |p| p.tie_convergence)
+    }
+
+    fn median_and_worst(&self, changed: bool, of: fn(&Phase) -> Option<u32>) -> (f64, u32) {
         let mut v: Vec<u32> = self
             .phases
             .iter()
             .filter(|p| p.changed == changed)
-            .map(|p| p.convergence.unwrap_or(p.connections))
+            .map(|p| of(p).unwrap_or(p.connections))
             .collect();
         if v.is_empty() {
             return (0.0, 0);

@@ -73,11 +73,18 @@ fn e4_without_loss_bpftune_settles_on_one_algorithm_as_the_seed_shows() {
     assert!(dctcp >= 60, "{dctcp} of 80 on dctcp\n{}", r.status);
 }
 
-/// Both policies on `name` with its seed replaced by `seed`.
+/// Both policies on the fleet `name` (at least 50 destinations over 6
+/// path types) with its seed replaced by `seed`.
 fn both(name: &str, seed: u64) -> (Workload, Report, Report) {
+    let (w, b, k) = play(name, seed);
+    assert!(w.destinations().len() >= 50 && w.paths.len() >= 6);
+    (w, b, k)
+}
+
+/// Both policies on `name` with its seed replaced by `seed`.
+fn play(name: &str, seed: u64) -> (Workload, Report, Report) {
     let mut w = workload(name);
     w.seed = seed;
-    assert!(w.destinations().len() >= 50 && w.paths.len() >= 6);
     let o = simulate(&w, &w.algorithms());
     let b = run_policy(&w, &o, &mut Policy::bpftune(w.seed), &mut |_| {});
     let k = run_policy(
@@ -130,6 +137,27 @@ fn converges(k: &Report, except: &[&str]) {
     }
 }
 
+/// [`converges`] with near ties counting as best (`kleinrock_fleet::score`),
+/// which is never later than the strict reading.
+fn converges_with_ties(k: &Report, except: &[&str]) {
+    for p in k
+        .phases
+        .iter()
+        .filter(|p| !except.contains(&p.path.as_str()))
+    {
+        let limit = if p.changed { 20 } else { 10 };
+        let c = p.tie_convergence.unwrap_or(u32::MAX);
+        assert!(
+            c <= limit && p.tie_share_best >= 0.8,
+            "{} ({}, changed {}): converged with ties after {c}",
+            p.address,
+            p.path,
+            p.changed
+        );
+        assert!(c <= p.convergence.unwrap_or(u32::MAX));
+    }
+}
+
 /// Each changed path noticed, few false alarms.
 fn detects_the_changes(w: &Workload, k: &Report) {
     let changing: u32 = w
@@ -176,6 +204,79 @@ fn with_mixed_sizes_kleinrock_halves_bpftunes_regret_and_converges() {
     // (docs/SELECTOR.md).
     let (_, b, k) = both("select-mixed-sizes.toml", 2);
     halves_the_regret(&b, &k, true);
+}
+
+// Beyond the tuned fleets (docs/SELECTOR.md): FQ-CoDel and RED at shallow
+// and deep settings, with ECN and without, which the policy was not tuned
+// on. With seeds 1 to 4 the cost regret is 5-13% of bpftune's and every
+// destination converges within 10 connections once near ties count as
+// best; strictly, with seed 4 a deep-AQM destination alternates between
+// CDG and algorithms within the noise of it (29 to never in
+// select_draws's five draws). The goodput regret is at most half of
+// bpftune's with seed 1 only: with seeds 2-4 bpftune gets more bytes than
+// the oracle, which gives goodput up for RTT on the deep AQMs (CDG).
+#[test]
+fn on_aqm_edges_kleinrock_halves_bpftunes_cost_regret_and_converges_up_to_ties() {
+    for seed in [1, 2, 3, 4] {
+        let (_, b, k) = play("select-aqm-edges.toml", seed);
+        halves_the_regret(&b, &k, seed == 1);
+        converges_with_ties(&k, &[]);
+        if seed == 1 {
+            converges(&k, &[]);
+        }
+        // No false alarms on paths that do not change.
+        assert_eq!(k.changes_detected, 0, "seed {seed}");
+    }
+}
+
+// Paths that change after 30 of 60 connections (clean to 3% loss, CoDel to
+// bursty loss, 100 Mbit/s to 10, 20 ms to 80 ms), not tuned on. With seeds
+// 1 to 4 the cost regret is 28-33% of bpftune's, every change is noticed
+// (15 or 16 of 16), and every destination converges within 10 and recovers
+// within 20 once near ties count: strictly, with seed 2 a destination
+// whose rate fell tenfold takes 28 connections, trying CDG and Vegas,
+// whose costs there are within the noise of BBR's. The goodput regret is
+// at most half of bpftune's with seed 1 (48%); with seeds 3 and 4 it is
+// 50% and 54%, with seed 2 103%. docs/SELECTOR.md, "Beyond the tuned
+// fleets", has the figures and the reasons.
+#[test]
+fn on_changing_paths_kleinrock_recovers_within_twenty_up_to_ties() {
+    for seed in [1, 2, 3, 4] {
+        let (w, b, k) = play("select-changes.toml", seed);
+        halves_the_regret(&b, &k, seed == 1);
+        converges_with_ties(&k, &[]);
+        if seed == 1 {
+            converges(&k, &[]);
+        }
+        detects_the_changes(&w, &k);
+    }
+}
+
+// Satellite and mobile paths, not tuned on: the cost regret is at most
+// half of bpftune's with seeds 1 to 4 (17-24%), and every destination that does
+// not change converges within 10 once near ties count, but for the rare
+// long fades behind a deep buffer (with seed 3: a fade hits a connection
+// or not, every algorithm's cost there is bimodal, and the policy keeps
+// trying the others for 50 connections). What does not hold, and why, is
+// in docs/SELECTOR.md: recovery after the LEO path's RTT step, and the
+// goodput regret, where bpftune gets more bytes than the oracle, which
+// gives goodput up for RTT behind deep buffers.
+#[test]
+fn on_satellite_and_mobile_paths_kleinrock_halves_bpftunes_cost_regret_and_converges_up_to_ties() {
+    for seed in [1, 2, 3, 4] {
+        for (name, except) in [
+            ("select-satellite.toml", ""),
+            ("select-mobile.toml", "bursty fades, deep buffer"),
+        ] {
+            let (_, b, k) = play(name, seed);
+            halves_the_regret(&b, &k, false);
+            let before = Report {
+                phases: k.phases.iter().filter(|p| !p.changed).cloned().collect(),
+                ..k.clone()
+            };
+            converges_with_ties(&before, &[except]);
+        }
+    }
 }
 
 #[test]

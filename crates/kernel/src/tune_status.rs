@@ -107,7 +107,7 @@ pub fn text(h: &Header, peers: &[PeerStatus]) -> String {
     }
     let _ = writeln!(
         s,
-        "{:>16} {:>20} {:>10} {:>8} {:>8} {:>8} {:>10} | {:>7} {:>8} {:>9} {:>6} {:>6} {:>5} Note",
+        "{:>16} {:>20} {:>10} {:>8} {:>8} {:>8} {:>10} | {:>7} {:>8} {:>9} {:>6} {:>6} {:>5} {:<22} Trade",
         "IPAddress",
         "CongAlg",
         "Metric",
@@ -121,6 +121,7 @@ pub fn text(h: &Header, peers: &[PeerStatus]) -> String {
         "Retr%",
         "CE",
         "Fails",
+        "Note",
     );
     for p in peers {
         let addr = kleinrock_select::addr(p.peer).to_string();
@@ -142,9 +143,14 @@ pub fn text(h: &Header, peers: &[PeerStatus]) -> String {
             if a.unavailable {
                 note.push("unavailable");
             }
-            let _ = writeln!(
-                s,
-                "{:>16} {:>20} {:>10} {:>8} {:>8} {:>8} {:>10} | {:>7} {:>8} {:>9} {:>6} {:>6} {:>5} {}",
+            // What the cheapest gives up, on its row.
+            let trade = p
+                .trade
+                .filter(|t| t.choice == a.alg)
+                .map(|t| format!("{t} against {}", cand(h, Some(t.rival))))
+                .unwrap_or_default();
+            let row = format!(
+                "{:>16} {:>20} {:>10} {:>8} {:>8} {:>8} {:>10} | {:>7} {:>8} {:>9} {:>6} {:>6} {:>5} {:<22} {}",
                 addr,
                 cand(h, Some(a.alg)),
                 a.metric.map_or_else(|| "-".into(), |m| m.to_string()),
@@ -161,8 +167,10 @@ pub fn text(h: &Header, peers: &[PeerStatus]) -> String {
                 ),
                 t.ce,
                 t.failed,
-                note.join(", ")
+                note.join(", "),
+                trade
             );
+            let _ = writeln!(s, "{}", row.trim_end());
         }
         if p.algs.iter().all(|a| p.next != Some(a.alg)) {
             let _ = writeln!(
@@ -298,7 +306,21 @@ pub fn json(h: &Header, peers: &[PeerStatus]) -> String {
                 a.unavailable
             );
         }
-        s.push_str("]}");
+        s.push_str("],\"trade\":");
+        match p.trade {
+            Some(t) => {
+                let _ = write!(
+                    s,
+                    "{{\"algorithm\":{},\"against\":{},\"goodput_pct\":{},\"rtt_pct\":{}}}",
+                    jalg(h, Some(t.choice)),
+                    jalg(h, Some(t.rival)),
+                    jnum(Some(100.0 * t.goodput)),
+                    jnum(Some(100.0 * t.rtt))
+                );
+            }
+            None => s.push_str("null"),
+        }
+        s.push('}');
     }
     s.push_str("]}\n");
     s
@@ -320,6 +342,7 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
 mod tests {
     use super::*;
     use kleinrock_select::live::{AlgStatus, Tally};
+    use kleinrock_select::trade::Trade;
 
     fn header() -> Header {
         Header {
@@ -375,6 +398,7 @@ mod tests {
                 },
                 unavailable: false,
             }],
+            trade: None,
         }
     }
 
@@ -394,6 +418,55 @@ mod tests {
     }
 
     #[test]
+    fn a_choice_that_gives_up_goodput_says_so_on_its_row() {
+        // bbr chosen at 2 ms and 100 Mbit/s; cubic delivered 130.
+        let mut p = peer();
+        let mut cubic = p.algs[0];
+        cubic.alg = 0;
+        cubic.tally.goodput_sum = 2.0 * 16.25e6;
+        cubic.tally.rtt_sum_us = 2.0 * 5000.0;
+        p.algs.insert(0, cubic);
+        p.trade = Some(Trade {
+            choice: 1,
+            rival: 0,
+            goodput: 100.0 / 130.0 - 1.0,
+            rtt: 2.0 / 5.0 - 1.0,
+        });
+        let t = text(&header(), std::slice::from_ref(&p));
+        assert!(t.contains(&format!(" Fails {:<22} Trade\n", "Note")), "{t}");
+        let row = t
+            .lines()
+            .find(|l| l.contains(" bbr ") && l.contains('|'))
+            .unwrap();
+        assert!(
+            row.ends_with(&format!(
+                "0     0 {:<22} -23% goodput for -60% RTT against cubic",
+                "next, best"
+            )),
+            "{t}"
+        );
+        let row = t
+            .lines()
+            .find(|l| l.contains(" cubic ") && l.contains('|'))
+            .unwrap();
+        assert!(!row.contains("goodput for"), "{t}");
+        let v: serde_json::Value = serde_json::from_str(&json(&header(), &[p])).unwrap();
+        assert_eq!(v["peers"][0]["trade"]["algorithm"], "bbr");
+        assert_eq!(v["peers"][0]["trade"]["against"], "cubic");
+        assert_eq!(
+            v["peers"][0]["trade"]["goodput_pct"]
+                .as_f64()
+                .unwrap()
+                .round(),
+            -23.0
+        );
+        assert_eq!(
+            v["peers"][0]["trade"]["rtt_pct"].as_f64().unwrap().round(),
+            -60.0
+        );
+    }
+
+    #[test]
     fn the_json_parses_and_says_the_same() {
         let j = json(&header(), &[peer()]);
         let v: serde_json::Value = serde_json::from_str(&j).unwrap();
@@ -403,6 +476,7 @@ mod tests {
         assert_eq!(v["peers"][0]["algorithms"][0]["goodput_mbps"], 100.0);
         assert_eq!(v["candidates"][1]["set"], 3);
         assert_eq!(v["saved_unix"], serde_json::Value::Null);
+        assert_eq!(v["peers"][0]["trade"], serde_json::Value::Null);
         assert_eq!(js("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
     }
 }

@@ -68,6 +68,7 @@ use kleinrock_cc::rand::SplitMix64;
 use crate::change;
 use crate::evidence::{bucket_label, size_bucket, time_bucket, Entry, Estimate, Seen};
 use crate::lru::Lru;
+use crate::trade::{self, Trade};
 use crate::{allows, Mask, Peer, Sample, ALL};
 
 /// The candidates by default: Linux's and Kleinrock's algorithms.
@@ -422,6 +423,15 @@ impl Bandit {
             .map(|(_, i)| i)
     }
 
+    /// What the algorithm with the least estimated cost at `peer` gives up
+    /// in goodput against one its connections there showed delivers more,
+    /// beyond noise ([`crate::trade`]); `None` when nothing is given up.
+    pub fn trade(&self, peer: Peer) -> Option<Trade> {
+        let choice = self.best(peer)?;
+        let entry = self.peers.peek(peer)?;
+        trade::trade(entry, choice, self.cfg.spread, self.cfg.spread_weight)
+    }
+
     /// A connection to `peer` opens running `alg`, whether this policy
     /// chose it or not: its handle, for its samples and its close.
     pub fn open(&mut self, peer: Peer, alg: usize) -> Conn {
@@ -532,7 +542,8 @@ impl Bandit {
     /// algorithm with evidence there: the bucket's share of the peer's
     /// connections, the algorithm's cost in that bucket, its (discounted)
     /// connections, and the RTT and rate it showed. Then, per algorithm,
-    /// its cost over the peer's mix (`mix`).
+    /// its cost over the peer's mix (`mix`), and what the cheapest gives
+    /// up in goodput for RTT, if anything (`trade`, [`crate::trade`]).
     pub fn status(&self) -> String {
         use std::fmt::Write as _;
         let mut s = String::new();
@@ -574,6 +585,17 @@ impl Bandit {
                         address, "mix", "100%", self.cfg.candidates[i], c.cost, c.n
                     );
                 }
+            }
+            if let Some(t) = self.trade(p) {
+                let _ = writeln!(
+                    s,
+                    "{:>16} {:>9} {:>6} {:>24} {t} against {}",
+                    address,
+                    "trade",
+                    "",
+                    self.cfg.candidates[t.choice],
+                    self.cfg.candidates[t.rival]
+                );
             }
         }
         s

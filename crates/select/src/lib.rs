@@ -18,6 +18,9 @@
 //!   and detects a path that changes ([`change`]), in a bounded table with
 //!   LRU eviction.
 //!
+//! [`trade`] says what a choice gives up: the goodput an algorithm chosen
+//! for its low RTT delivers short of another's, for the status.
+//!
 //! The library does no I/O and reads no clock: time is counted in
 //! connections, randomness comes from a seeded generator, and only
 //! [`persist`] touches files, when asked to.
@@ -29,6 +32,7 @@ pub mod evidence;
 pub mod live;
 pub mod lru;
 pub mod persist;
+pub mod trade;
 
 use std::net::IpAddr;
 

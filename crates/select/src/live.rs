@@ -27,7 +27,8 @@
 //!   policy's own numbers ([`Tally`]): bpftune's columns for Kleinrock's
 //!   policy too, and what the connections delivered (RTT, goodput,
 //!   retransmissions, CE marks, failed sets), so that an operator sees
-//!   what a choice gives up.
+//!   what a choice gives up, and says it where the cheapest algorithm
+//!   delivers less than another beyond noise ([`crate::trade`]).
 //!
 //! No I/O and no clock: times are passed in (milliseconds of any epoch),
 //! and only [`Tuner::save`] and [`Tuner::load`] touch a file.
@@ -39,6 +40,7 @@ use crate::bandit::{Bandit, Config as BanditConfig, Conn};
 use crate::bpftune::{Bpftune, BBR, CONGS};
 use crate::lru::Lru;
 use crate::persist::{self, LoadError};
+use crate::trade::Trade;
 use crate::{Mask, Peer, Sample, ALL};
 
 /// Which policy a daemon runs.
@@ -367,6 +369,10 @@ pub struct PeerStatus {
     pub ecn: bool,
     pub seen_ms: u64,
     pub algs: Vec<AlgStatus>,
+    /// What the cheapest algorithm gives up in goodput for RTT against one
+    /// that delivers more here, beyond noise (Kleinrock's policy only:
+    /// bpftune's keeps no spread to judge noise by).
+    pub trade: Option<Trade>,
 }
 
 impl Tuner {
@@ -663,7 +669,7 @@ impl Tuner {
                 .unwrap_or_default()
         };
         let k = self.candidates.len();
-        let (algs, best) = match &self.policy {
+        let (algs, best, trade) = match &self.policy {
             Policy::Bpftune(b) => {
                 let h = b.host(peer).copied().unwrap_or_default();
                 let best = (0..k)
@@ -685,7 +691,7 @@ impl Tuner {
                         }
                     })
                     .collect();
-                (algs, best)
+                (algs, best, None)
             }
             Policy::Kleinrock(b) => {
                 let (est, _) = b.estimates(peer);
@@ -708,7 +714,7 @@ impl Tuner {
                         }
                     })
                     .collect();
-                (algs, b.best(peer))
+                (algs, b.best(peer), b.trade(peer))
             }
         };
         PeerStatus {
@@ -718,6 +724,7 @@ impl Tuner {
             ecn: facts.is_some_and(|f| f.ecn),
             seen_ms: facts.map_or(0, |f| f.seen_ms),
             algs,
+            trade,
         }
     }
 

@@ -148,6 +148,36 @@ fn the_map_converges_on_the_cheapest_and_a_new_neighbour_starts_there() {
 }
 
 #[test]
+fn a_cheapest_algorithm_that_gives_up_goodput_says_so_in_the_status() {
+    // The deep cellular buffer of docs/SELECTOR.md: CDG (1) keeps the RTT
+    // near the base at a quarter of CUBIC's (0) goodput, and its cost is
+    // the less (RTT +233% for CUBIC, goodput -75% for CDG), transfers of
+    // one size.
+    let truth = |a: usize| match a {
+        0 => sample(200_000, 1_500_000, 4_000_000),
+        _ => sample(60_000, 375_000, 4_000_000),
+    };
+    let mut t = Tuner::new(cfg(PolicyKind::Kleinrock, &["cubic", "cdg"]));
+    let mut h = Host::new();
+    let a = p("10.33.0.1");
+    for _ in 0..30 {
+        h.connect(&mut t, a, Some(0), &[], &truth);
+    }
+    let (s, _) = t.status(1);
+    assert_eq!(s[0].best, Some(1));
+    let trade = s[0].trade.expect("CDG gives up goodput for RTT");
+    assert_eq!((trade.choice, trade.rival), (1, 0), "{trade:?}");
+    assert_eq!(trade.to_string(), "-75% goodput for -70% RTT");
+    // bpftune's policy keeps no spread to judge noise by: no trade.
+    let mut t = Tuner::new(cfg(PolicyKind::Bpftune, &[]));
+    let mut h = Host::new();
+    for _ in 0..30 {
+        h.connect(&mut t, a, Some(0), &[], &truth);
+    }
+    assert_eq!(t.status(1).0[0].trade, None);
+}
+
+#[test]
 fn a_failed_set_is_not_retried_and_does_not_poison_the_peer() {
     for policy in [PolicyKind::Kleinrock, PolicyKind::Bpftune] {
         let mut t = Tuner::new(cfg(policy, &["cdg", "cubic"]));
