@@ -9,9 +9,13 @@
 //! algorithm reads (`delivered`, `delivered_mstamp`, `app_limited`,
 //! `rate_app_limited`) live in [`Sock`], where the sampler reads and
 //! writes them; the sampler keeps only what no algorithm sees.
+//!
+//! It is the TCP core's, not an algorithm's: the simulator's sender and the
+//! quinn adapter (crates/quinn) both stamp what they send with it and turn
+//! ACKs into the [`RateSample`] that `cong_control` reads.
 
-use kleinrock_cc::sock::after;
-use kleinrock_cc::{RateSample, Sock};
+use crate::ops::RateSample;
+use crate::sock::{after, Sock};
 
 /// What a segment remembers of the connection when it was sent
 /// (`tcp_skb_cb.tx`).
@@ -143,6 +147,7 @@ impl RateSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
 
     #[test]
     fn steady_pipe_samples_the_bottleneck_rate() {
