@@ -265,6 +265,15 @@ fn assert_slow_start_ends(calls: &[Call]) {
     );
 }
 
+/// The window a reduction left, as the next hook call found it: ssthresh,
+/// unless quinn's MTU discovery moved the MTU in between (a larger MTU
+/// rescales cwnd to the same bytes; the unit tests check that).
+fn assert_lands_on(next: &Call, reduced: &Call, expect: u32, what: &str) {
+    if next.before.mss_cache == reduced.after.mss_cache {
+        assert_eq!(next.before.snd_cwnd, expect, "{what}");
+    }
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -288,9 +297,11 @@ fn cubic_leaves_slow_start_and_a_loss_cuts_cwnd_by_beta() {
             // beta 717 of 1024, at least 2.
             let expect = (cwnd * 717 / 1024).max(2);
             assert_eq!(asked.ret, expect, "{spec}: ssthresh after cwnd {cwnd}");
-            assert_eq!(
-                next.before.snd_cwnd, expect,
-                "{spec}: the window lands on ssthresh"
+            assert_lands_on(
+                next,
+                asked,
+                expect,
+                &format!("{spec}: the window lands on ssthresh"),
             );
         }
     }
@@ -323,10 +334,7 @@ fn cdg_leaves_slow_start_and_a_loss_halves_cwnd_or_its_shadow() {
             }
         };
         assert_eq!(asked.ret, expect, "loss: ssthresh after cwnd {cwnd}");
-        assert_eq!(
-            next.before.snd_cwnd, expect,
-            "loss: the window lands on ssthresh"
-        );
+        assert_lands_on(next, asked, expect, "loss: the window lands on ssthresh");
         reductions += 1;
     }
     // CDG's own backoff (a rising delay gradient, drawn at random) enters
@@ -346,10 +354,7 @@ fn cdg_leaves_slow_start_and_a_loss_halves_cwnd_or_its_shadow() {
             "backoff: ssthresh after cwnd {cwnd}"
         );
         if let Some(next) = calls.get(i + 1) {
-            assert_eq!(
-                next.before.snd_cwnd, expect,
-                "backoff: the window lands on ssthresh"
-            );
+            assert_lands_on(next, c, expect, "backoff: the window lands on ssthresh");
         }
         reductions += 1;
     }
