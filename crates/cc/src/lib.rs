@@ -40,6 +40,7 @@
 
 #![no_std]
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 extern crate alloc;
 #[cfg(any(test, feature = "proptest"))]
