@@ -13,6 +13,19 @@
 //! `tcp_enter_loss()` call them; it copies no algorithm's arithmetic (the
 //! window quinn reads is the algorithm's `snd_cwnd`, times the MTU).
 //!
+//! ```
+//! use std::sync::Arc;
+//! use kleinrock_quinn::KleinrockConfig;
+//!
+//! let mut transport = quinn::TransportConfig::default();
+//! transport.congestion_controller_factory(Arc::new(
+//!     KleinrockConfig::new("cubic:hystart=hspp")?.with_hz(250)?,
+//! ));
+//! // Then server_config.transport_config(Arc::new(transport)), or the
+//! // client's.
+//! # Ok::<(), kleinrock_quinn::ConfigError>(())
+//! ```
+//!
 //! What maps to what:
 //!
 //! | quinn | Linux, as the adapter drives it |
