@@ -67,9 +67,9 @@
 //!   `on_sent` and looked up by send time at each `on_ack`.
 //! - RTTs. `pkts_acked` gets the RTT of the newest packet the ACK
 //!   acknowledged (`now - sent`, as Linux's `ca_rtt_us`), and the min RTT
-//!   is the least of those (Linux's window is 300 s). `srtt_us` is quinn's
-//!   smoothed RTT, which quinn updates after the ACK's events, so it lags
-//!   by one ACK.
+//!   is the least of those (Linux's window is 300 s). `srtt_us` starts at
+//!   the first sample, then follows quinn's smoothed RTT, which quinn
+//!   updates after the ACK's events, so it lags by one ACK.
 //! - Pacing. quinn paces by its own pacer (1.25 × window / RTT); the
 //!   pacing rate an algorithm sets (BBR's) reaches quinn only as qlog's
 //!   metric.
@@ -351,8 +351,13 @@ impl<T: Tap<Algorithm>> Kleinrock<T> {
             self.rate
                 .on_delivered(&mut self.ack.rs, &mut tx, sent_us, order, false, false);
         }
-        let srtt_us = srtt.as_micros().min((u32::MAX >> 3) as u128) as u32;
-        self.sk.srtt_us = srtt_us << 3;
+        // Before its first sample quinn's estimator reads its configured
+        // initial RTT, where Linux's srtt is 0 (BBR tells the two apart):
+        // the first sample is this ACK's own, set in `on_end_acks`.
+        if self.sk.srtt_us != 0 {
+            let srtt_us = srtt.as_micros().clamp(1, (u32::MAX >> 3) as u128) as u32;
+            self.sk.srtt_us = srtt_us << 3;
+        }
     }
 
     /// `tcp_cwnd_validate()`: remember whether this window was limited by
@@ -509,6 +514,10 @@ impl<T: Tap<Algorithm> + Clone + Send + Sync + 'static> Controller for Kleinrock
                 m => m,
             };
             self.sk.min_rtt_us = self.sk.min_rtt_us.min(m);
+            if self.sk.srtt_us == 0 {
+                // tcp_rtt_estimator()'s first sample: srtt = m.
+                self.sk.srtt_us = (rtt_us.max(1) as u32) << 3;
+            }
         }
         if app_limited {
             let in_flight = self.sk.packets_in_flight();

@@ -92,10 +92,14 @@ fn an_ack_calls_the_hooks_in_tcp_acks_order_and_grows_cwnd() {
     // Reno's slow start: one segment per segment acknowledged.
     assert_eq!(k.sock().snd_cwnd, 12);
     assert_eq!((k.sock().snd_una, k.sock().delivered), (2, 2));
+    // The first sample is srtt (quinn's estimator still reads its initial
+    // RTT); later ones follow quinn's smoothed RTT.
     assert_eq!((k.sock().min_rtt_us, k.sock().srtt_us >> 3), (5_000, 5_000));
+    k.acked(t0 + 9 * MS, t0, MTU as u64, 7 * MS);
+    assert_eq!(k.sock().srtt_us >> 3, 7_000);
     assert_eq!(k.window(), 12 * MTU as u64 + 1);
     // The clocks: µs since the build (plus one), jiffies at 1000 Hz.
-    assert_eq!(k.sock().tcp_mstamp, 5_001);
+    assert_eq!(k.sock().tcp_mstamp, 9_001);
 }
 
 #[test]
