@@ -19,7 +19,8 @@
 //!   CDG's halves cwnd or its shadow window, whichever is larger, and its
 //!   delay-gradient backoff takes it to 0.7 (backoff_beta) of cwnd; BBR's
 //!   first ACK in Recovery sets cwnd to what is in flight plus what that
-//!   ACK delivered (packet conservation, `bbr_set_cwnd_to_recover_or_restore()`).
+//!   ACK delivered (packet conservation, `bbr_set_cwnd_to_recover_or_restore()`);
+//!   reno and Vegas halve cwnd, H-TCP multiplies it by its adaptive beta.
 
 use std::fmt;
 use std::io::{self, IoSliceMut};
@@ -392,4 +393,34 @@ fn bbr_leaves_startup_and_conserves_packets_in_recovery() {
         checked += 1;
     }
     assert!(checked > 0, "no ACK arrived in Recovery");
+}
+
+#[test]
+fn reno_vegas_and_htcp_carry_the_file_and_cut_by_their_own_beta() {
+    for spec in ["reno", "vegas", "htcp"] {
+        let calls = runtime().block_on(transfer(spec));
+        let reductions = loss_reductions(&calls);
+        assert!(
+            !reductions.is_empty(),
+            "{spec}: the dropped datagram started no Recovery"
+        );
+        for (asked, next) in reductions {
+            let cwnd = asked.before.snd_cwnd;
+            let expect = if spec == "htcp" {
+                // htcp_recalc_ssthresh(): cwnd × beta / 128, beta as
+                // htcp_param_update() leaves it in the same call.
+                ((cwnd * asked.member_after("beta") as u32) >> 7).max(2)
+            } else {
+                // tcp_reno_ssthresh(), which Vegas uses too: half.
+                (cwnd >> 1).max(2)
+            };
+            assert_eq!(asked.ret, expect, "{spec}: ssthresh after cwnd {cwnd}");
+            assert_lands_on(
+                next,
+                asked,
+                expect,
+                &format!("{spec}: the window lands on ssthresh"),
+            );
+        }
+    }
 }
