@@ -117,8 +117,9 @@ const STAMP_HORIZON_US: u64 = 1_000_000;
 /// `TransportConfig::congestion_controller_factory`, and every connection
 /// (and every path of a migrating one) gets its own controller.
 ///
-/// `T` watches every hook call ([`Tap`]): [`NoTap`] by default; a trace
-/// recorder or a test's log otherwise. Each controller gets a clone.
+/// `T` watches every hook call ([`Tap`]): [`NoTap`] by default, which
+/// costs nothing; a log, a counter or a test's checks otherwise. Each
+/// controller gets a clone, so a tap that gathers shares its store.
 #[derive(Clone, Debug)]
 pub struct KleinrockConfig<T = NoTap> {
     algorithm: Algorithm,
