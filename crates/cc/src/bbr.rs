@@ -56,9 +56,13 @@ use crate::state::{private_state, Member, PrivateState};
 /// Rates in packets per µs, scaled by 2^24: a unit is about 715 bit/s for
 /// 1500-byte packets, so a u32 spans 715 bit/s to 3 Tbit/s.
 pub const BW_SCALE: u32 = 24;
+/// The fixed-point unit of bandwidth: bandwidths are segments per µs <<
+/// BW_SCALE, so that slow links keep precision.
 pub const BW_UNIT: u64 = 1 << BW_SCALE;
 /// Gains are fractions of 256.
 pub const BBR_SCALE: u32 = 8;
+/// The fixed-point unit of gains and fractions (1.0), as `tcp_bbr.c`'s
+/// `BBR_UNIT`.
 pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
 
 /// Phases in the PROBE_BW gain cycle.
@@ -111,8 +115,14 @@ pub const LT_BW_DIFF: u64 = 4000 / 8;
 pub const LT_BW_MAX_RTTS: u32 = 48;
 /// ACK aggregation provisioning: gain, window (rounds), epoch reset, cap.
 pub const EXTRA_ACKED_GAIN: u32 = BBR_UNIT;
+/// The extra-ACKed filter's window, in round trips
+/// (`bbr_extra_acked_win_rtts`).
 pub const EXTRA_ACKED_WIN_RTTS: u32 = 5;
+/// An ACK-aggregation epoch restarts after this many segments, so its count
+/// cannot overflow (`bbr_ack_epoch_acked_reset_thresh`).
 pub const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
+/// The most cwnd that ACK aggregation may add, as time at the estimated
+/// bandwidth (`bbr_extra_acked_max_us`, 100 ms).
 pub const EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
 /// `MAX_TCP_HEADER` on x86-64 distribution kernels:
 /// L1_CACHE_ALIGN(128 + MAX_HEADER) = 320 bytes.
@@ -129,9 +139,15 @@ fn stamp_us_delta(t1: u64, t0: u64) -> u32 {
 #[repr(u8)]
 pub enum Mode {
     #[default]
+    /// Doubling the sending rate each round until bandwidth stops growing.
     Startup = 0,
+    /// Draining the queue STARTUP built.
     Drain = 1,
+    /// Cruising at the estimated bandwidth, probing for more one phase in
+    /// eight.
     ProbeBw = 2,
+    /// Cutting the flight to four segments to measure the path's round trip
+    /// again.
     ProbeRtt = 3,
 }
 
@@ -154,8 +170,11 @@ private_state! {
     /// within their kernel widths.
     #[derive(Clone, Debug, Default, PartialEq, Eq)]
     pub struct BbrState {
+        /// Minimum RTT in the last `bbr_min_rtt_win_sec`, µs.
         pub min_rtt_us: u32,
+        /// When `min_rtt_us` was measured, jiffies.
         pub min_rtt_stamp: u32,
+        /// When PROBE_RTT may end, jiffies (0: not yet timed).
         pub probe_rtt_done_stamp: u32,
         /// The bandwidth max filter, `struct minmax bw`.
         pub bw: MinMax {
@@ -163,34 +182,64 @@ private_state! {
             bw_s1_t(.s[1].t), bw_s1_v(.s[1].v),
             bw_s2_t(.s[2].t), bw_s2_v(.s[2].v),
         },
+        /// Round trips counted so far (the bandwidth filter's clock).
         pub rtt_cnt: u32,
+        /// `delivered` at which the current round ends.
         pub next_rtt_delivered: u32,
+        /// When the current PROBE_BW gain phase began, µs.
         pub cycle_mstamp: u64,
+        /// Which state of the machine BBR is in.
         pub mode: Mode : 3,
+        /// `icsk_ca_state` at the last ACK, to see Recovery begin and end.
         pub prev_ca_state: u8 : 3,
+        /// Sending only as much as is delivered (the first round of
+        /// Recovery)?
         pub packet_conservation: bool,
+        /// Did this ACK start a new round?
         pub round_start: bool,
+        /// Restarting after idle?
         pub idle_restart: bool,
+        /// Has PROBE_RTT spent a round at its low flight?
         pub probe_rtt_round_done: bool,
+        /// Taking a long-term (policer) bandwidth sample?
         pub lt_is_sampling: bool,
+        /// Round trips in the long-term sampling interval.
         pub lt_rtt_cnt: u32 : 7,
+        /// Pacing at the long-term bandwidth (a policer was detected)?
         pub lt_use_bw: bool,
+        /// The long-term bandwidth estimate, BW_UNIT.
         pub lt_bw: u32,
+        /// `delivered` when the long-term interval began.
         pub lt_last_delivered: u32,
+        /// When the long-term interval began, `delivered_mstamp` in ms.
         pub lt_last_stamp: u32,
+        /// `lost` when the long-term interval began.
         pub lt_last_lost: u32,
+        /// The gain on the pacing rate, BBR_UNIT.
         pub pacing_gain: u32 : 10,
+        /// The gain on cwnd, BBR_UNIT.
         pub cwnd_gain: u32 : 10,
+        /// Has STARTUP found the pipe full (bandwidth plateaued)?
         pub full_bw_reached: bool,
+        /// Rounds without 25% bandwidth growth.
         pub full_bw_cnt: u32 : 2,
+        /// The PROBE_BW phase, an index into the gain cycle.
         pub cycle_idx: u32 : 3,
+        /// Has an RTT sample arrived (for the first pacing rate)?
         pub has_seen_rtt: bool,
+        /// cwnd before Recovery or PROBE_RTT, restored after.
         pub prior_cwnd: u32,
+        /// The bandwidth STARTUP's growth is measured against, BW_UNIT.
         pub full_bw: u32,
+        /// When the ACK-aggregation epoch began, µs.
         pub ack_epoch_mstamp: u64,
+        /// The extra-ACKed max filter: the two windows' maxima, segments.
         pub extra_acked: [u16; 2] { extra_acked_0([0]), extra_acked_1([1]) },
+        /// Segments ACKed in the aggregation epoch.
         pub ack_epoch_acked: u32 : 20,
+        /// Round trips in the current extra-ACKed window.
         pub extra_acked_win_rtts: u32 : 5,
+        /// The current slot of `extra_acked`.
         pub extra_acked_win_idx: usize : 1,
     }
 }
@@ -211,6 +260,7 @@ impl Default for Bbr {
 }
 
 impl Bbr {
+    /// BBR with the kernel's default parameters.
     pub fn new() -> Bbr {
         Bbr {
             st: BbrState::default(),
@@ -219,6 +269,7 @@ impl Bbr {
         }
     }
 
+    /// The private state, as a trace names its members.
     pub fn state(&self) -> &BbrState {
         &self.st
     }

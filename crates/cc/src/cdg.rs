@@ -55,8 +55,12 @@ pub const HYSTART_DELAY: u32 = 2;
 
 /// `enum cdg_state`.
 pub const CDG_UNKNOWN: u8 = 0;
+/// A round whose RTT did not rise: the queue is not full (`CDG_NONFULL`).
 pub const CDG_NONFULL: u8 = 1;
+/// A round whose RTT rose: the queue is filling (`CDG_FULL`).
 pub const CDG_FULL: u8 = 2;
+/// Backing off: the window was cut on a positive delay gradient
+/// (`CDG_BACKOFF`).
 pub const CDG_BACKOFF: u8 = 3;
 
 /// An ACK train ends when ACKs are more than this far apart (µs).
@@ -158,7 +162,9 @@ params! {
 /// windowed extreme. The two share only a name, in the kernel too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CdgMinMax {
+    /// The least sample of the round.
     pub min: i32,
+    /// The greatest sample of the round.
     pub max: i32,
 }
 
@@ -175,6 +181,7 @@ private_state! {
     pub struct CdgState {
         /// This round's and the previous round's RTT extremes.
         pub rtt: CdgMinMax { rtt_min(.min), rtt_max(.max) },
+        /// The previous round's.
         pub rtt_prev: CdgMinMax { rtt_prev_min(.min), rtt_prev_max(.max) },
         /// The last `window` gradients (empty when `window` is 1); traces
         /// show their sums.
@@ -185,11 +192,15 @@ private_state! {
         pub gfilled: bool,
         /// Next slot of `gradients`.
         pub tail: u8,
+        /// What the last round's delay said (`CDG_UNKNOWN`, `CDG_NONFULL`,
+        /// `CDG_FULL`, `CDG_BACKOFF`).
         pub state: u8,
         /// Single-segment ACKs still to treat as delayed.
         pub delack: u8,
         /// The round ends when an ACK passes this.
         pub rtt_seq: u32,
+        /// The window a loss halves when larger than cwnd (what cwnd would be
+        /// without backoffs), segments.
         pub shadow_wnd: u32,
         /// Backoffs since one last shrank the RTT.
         pub backoff_cnt: u16,
@@ -199,6 +210,7 @@ private_state! {
         pub delay_min: i32,
         /// HyStart's ACK train: last ACK and start of the train (µs, u32 clock).
         pub last_ack: u32,
+        /// Start of HyStart's ACK train (µs, u32 clock).
         pub round_start: u32,
         /// `cwr=own`: the BPF port's CWR, whose members follow `struct cdg`'s
         /// in the port's private struct (and in traces, with `cwr=own` only).
@@ -218,6 +230,8 @@ private_state! {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+/// CDG (Hayes and Armitage, "Revisiting TCP congestion control using delay
+/// gradients", 2011), as `tcp_cdg.c`.
 pub struct Cdg {
     params: CdgParams,
     st: CdgState,
@@ -289,6 +303,7 @@ fn div_round_closest_64(x: i32) -> i32 {
 }
 
 impl Cdg {
+    /// CDG with parameters `params`.
     pub fn new(params: CdgParams) -> Cdg {
         Cdg {
             params,
@@ -300,6 +315,7 @@ impl Cdg {
         }
     }
 
+    /// The private state, as a trace names its members.
     pub fn state(&self) -> &CdgState {
         &self.st
     }

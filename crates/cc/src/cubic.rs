@@ -244,6 +244,8 @@ pub struct Scales {
 }
 
 impl Scales {
+    /// The constants `bictcp_init()`'s module setup derives from the
+    /// parameters.
     pub fn new(p: &CubicParams) -> Scales {
         Scales {
             beta_scale: 8 * (BICTCP_BETA_SCALE + p.beta) / 3 / (BICTCP_BETA_SCALE - p.beta),
@@ -300,6 +302,7 @@ impl Default for Cubic {
 }
 
 impl Cubic {
+    /// CUBIC with parameters `params`.
     pub fn new(params: CubicParams) -> Cubic {
         Cubic {
             scales: Scales::new(&params),
@@ -310,6 +313,7 @@ impl Cubic {
         }
     }
 
+    /// The constants derived from the parameters.
     pub fn scales(&self) -> &Scales {
         &self.scales
     }
@@ -319,10 +323,12 @@ impl Cubic {
         &self.ca
     }
 
+    /// HyStart's state (Linux's, in the private struct).
     pub fn hystart_state(&self) -> &Hystart {
         &self.hystart
     }
 
+    /// HyStart++'s state (RFC 9406), when the spec chose it.
     pub fn hystart_pp_state(&self) -> &HystartPP {
         &self.hspp
     }

@@ -72,8 +72,9 @@ private_state! {
     /// `struct dctcp`.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct DctcpState {
-        /// `delivered` and `delivered_ce` when the current window began.
+        /// `delivered` when the current window began.
         pub old_delivered: u32,
+        /// `delivered_ce` when the current window began.
         pub old_delivered_ce: u32,
         /// Receiver: `rcv_nxt` after the last data packet.
         pub prior_rcv_nxt: u32,
@@ -89,6 +90,7 @@ private_state! {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// DCTCP (RFC 8257), as `tcp_dctcp.c`.
 pub struct Dctcp {
     params: DctcpParams,
     st: DctcpState,
@@ -172,6 +174,7 @@ impl EceState {
 }
 
 impl Dctcp {
+    /// DCTCP with parameters `params`.
     pub fn new(params: DctcpParams) -> Dctcp {
         Dctcp {
             params,
@@ -179,6 +182,7 @@ impl Dctcp {
         }
     }
 
+    /// The private state, as a trace names its members.
     pub fn state(&self) -> &DctcpState {
         &self.st
     }

@@ -61,11 +61,17 @@ impl Path {
 /// What a run delivered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
+    /// Rounds run.
     pub rounds: u64,
+    /// Model time elapsed, µs.
     pub elapsed_us: u64,
+    /// Segments that arrived.
     pub delivered_pkts: u64,
+    /// Segments dropped by the buffer or the loss process.
     pub lost_pkts: u64,
+    /// Fast recoveries entered.
     pub recoveries: u64,
+    /// Retransmission timeouts.
     pub timeouts: u64,
     /// Sum of cwnd over rounds, for the mean.
     pub cwnd_sum: u64,
@@ -81,6 +87,7 @@ impl Totals {
             / self.elapsed_us as u128) as u64
     }
 
+    /// The mean cwnd over the rounds, segments.
     pub fn mean_cwnd(&self) -> u64 {
         self.cwnd_sum.checked_div(self.rounds).unwrap_or(0)
     }
@@ -89,8 +96,11 @@ impl Totals {
 /// Drives one algorithm `C` over a [`Path`], every hook call passing through
 /// the tap `T`.
 pub struct Driver<C: CongestionControl, T: Tap<C>> {
+    /// The connection the algorithm reads and writes.
     pub sk: Sock,
+    /// The algorithm.
     pub cc: C,
+    /// What sees every hook call.
     pub tap: T,
     path: Path,
     rng: SplitMix64,
@@ -124,14 +134,17 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
         d
     }
 
+    /// What the run has delivered so far.
     pub fn totals(&self) -> Totals {
         self.totals
     }
 
+    /// Model time, µs.
     pub fn now_us(&self) -> u64 {
         self.now_us
     }
 
+    /// The path the rounds run over.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -21,7 +21,9 @@ use crate::sock::{CaState, Sock, TCP_ECN_OK};
 pub trait Setup: Sized {
     /// Both clocks at `now_us` ([`Sock::set_clock`]).
     fn at(self, now_us: u64) -> Self;
+    /// `snd_cwnd`, segments.
     fn cwnd(self, cwnd: u32) -> Self;
+    /// `snd_ssthresh`, segments.
     fn ssthresh(self, ssthresh: u32) -> Self;
     /// The application keeps cwnd full (`tp->is_cwnd_limited`).
     fn cwnd_limited(self) -> Self;
@@ -65,7 +67,9 @@ pub fn sample(pkts_acked: u32, rtt_us: i32, in_flight: u32) -> AckSample {
 /// One algorithm and its connection.
 #[derive(Clone, Debug)]
 pub struct Harness<C> {
+    /// The algorithm under test.
     pub cc: C,
+    /// Its connection.
     pub sk: Sock,
 }
 

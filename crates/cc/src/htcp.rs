@@ -59,26 +59,37 @@ private_state! {
         pub beta: u8,
         /// Adaptive beta only after a first congestion event.
         pub modeswitch: u8,
+        /// Segments the last ACK acknowledged (for the throughput estimate).
         pub pkts_acked: u16,
+        /// Segments acknowledged since `lasttime`.
         pub packetcount: u32,
-        /// RTTs, jiffies.
+        /// The smallest RTT seen, jiffies.
         pub minRTT: u32,
+        /// The largest RTT seen, jiffies.
         pub maxRTT: u32,
         /// jiffies at the end of the last congestion event.
         pub last_cong: u32,
+        /// `last_cong` before the last reduction, for undo.
         pub undo_last_cong: u32,
+        /// `maxRTT` before the last reduction, for undo.
         pub undo_maxRTT: u32,
+        /// `old_maxB` before the last reduction, for undo.
         pub undo_old_maxB: u32,
         /// Achieved throughput, packets per second.
         pub minB: u32,
+        /// The largest throughput seen.
         pub maxB: u32,
+        /// `maxB` at the last congestion event.
         pub old_maxB: u32,
+        /// The current throughput estimate.
         pub Bi: u32,
+        /// When the throughput measurement began, jiffies.
         pub lasttime: u32,
     }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// H-TCP (Leith and Shorten), as `tcp_htcp.c`.
 pub struct Htcp {
     params: HtcpParams,
     st: HtcpState,
@@ -90,6 +101,7 @@ fn between(s1: u32, s2: u32, s3: u32) -> bool {
 }
 
 impl Htcp {
+    /// H-TCP with parameters `params`.
     pub fn new(params: HtcpParams) -> Htcp {
         Htcp {
             params,
@@ -97,6 +109,7 @@ impl Htcp {
         }
     }
 
+    /// The private state, as a trace names its members.
     pub fn state(&self) -> &HtcpState {
         &self.st
     }

@@ -76,6 +76,7 @@ private_state! {
     /// Per-connection HyStart++ state; traces name its members `hspp_<member>`.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct HystartPP {
+        /// Where in RFC 9406's slow start the connection is.
         pub phase: Phase,
         /// `snd_nxt` when the round started: the round ends once it is ACKed.
         pub window_end: u32,

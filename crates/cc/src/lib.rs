@@ -24,6 +24,8 @@
 //! - [`tcp`]: the TCP core's steps around the hooks (pacing rate, state
 //!   changes, the start and end of a reduction), shared by every core that
 //!   drives an algorithm.
+//! - [`rate`]: the delivery-rate sampler (`tcp_rate.c`) that turns ACKs
+//!   into the [`RateSample`] of `cong_control`, for every core.
 //! - [`driver`]: a deterministic ACK clock for tests and demonstrations.
 //! - `harness` (tests, and the `harness` feature): one algorithm and its
 //!   connection, driven hook by hook; `script`: events of the TCP core
@@ -38,6 +40,7 @@
 
 #![no_std]
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 extern crate alloc;
 #[cfg(any(test, feature = "proptest"))]
@@ -63,6 +66,7 @@ pub mod minmax;
 pub mod ops;
 pub mod params;
 pub mod rand;
+pub mod rate;
 pub mod reno;
 #[cfg(any(test, feature = "harness"))]
 pub mod script;

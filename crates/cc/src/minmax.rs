@@ -21,13 +21,17 @@ pub fn min_not_zero<T: Copy + Ord + Default>(a: T, b: T) -> T {
 /// One sample: when (in the window's unit) and what.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sample {
+    /// When the sample was taken (the caller's clock: jiffies or rounds).
     pub t: u32,
+    /// The value.
     pub v: u32,
 }
 
 /// `struct minmax`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MinMax {
+    /// The best, second best and third best samples, newest last
+    /// (`lib/win_minmax.c`).
     pub s: [Sample; 3],
 }
 

@@ -29,6 +29,7 @@ pub enum CaEvent {
 }
 
 impl CaEvent {
+    /// Every event, in the kernel's numbering.
     pub const ALL: [CaEvent; 6] = [
         CaEvent::TxStart,
         CaEvent::CwndRestart,
@@ -38,6 +39,7 @@ impl CaEvent {
         CaEvent::EcnIsCe,
     ];
 
+    /// The event the kernel numbers `v`, if any (a trace's column).
     pub fn from_u8(v: u8) -> Option<CaEvent> {
         Self::ALL.get(v as usize).copied()
     }
@@ -223,16 +225,38 @@ pub trait CongestionControl {
 /// One call of a hook with its arguments: what a trace row records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hook {
+    /// `init`.
     Init,
+    /// `release`.
     Release,
+    /// `ssthresh`.
     Ssthresh,
-    CongAvoid { ack: u32, acked: u32 },
+    /// `cong_avoid`.
+    CongAvoid {
+        /// The new `snd_una`.
+        ack: u32,
+        /// Segments newly delivered.
+        acked: u32,
+    },
+    /// `pkts_acked` with its sample.
     PktsAcked(AckSample),
+    /// `set_state` with the state being entered.
     SetState(CaState),
+    /// `cwnd_event`.
     CwndEvent(CaEvent),
+    /// `in_ack_event` with its `CA_ACK_*` flags.
     InAckEvent(u32),
+    /// `undo_cwnd`.
     UndoCwnd,
-    CongControl { ack: u32, flag: u32, rs: RateSample },
+    /// `cong_control` with the ACK's delivery-rate sample.
+    CongControl {
+        /// The new `snd_una`.
+        ack: u32,
+        /// The ACK's `FLAG_*` bits.
+        flag: u32,
+        /// The delivery-rate sample.
+        rs: RateSample,
+    },
 }
 
 impl Hook {
@@ -252,6 +276,7 @@ impl Hook {
         }
     }
 
+    /// Every hook's name, in `struct tcp_congestion_ops` order.
     pub const NAMES: [&'static str; 10] = [
         "init",
         "release",

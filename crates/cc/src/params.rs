@@ -59,6 +59,7 @@ pub enum Token {
 /// One parameter an algorithm accepts, for error messages, docs and names.
 #[derive(Clone, Copy, Debug)]
 pub struct ParamInfo {
+    /// The key a spec sets it by (`beta`).
     pub key: &'static str,
     /// The parameter it sets: its own key, or for another key of a
     /// parameter (`tcp_friendliness`) that parameter's (`friendly`). A spec
@@ -66,7 +67,9 @@ pub struct ParamInfo {
     pub sets: &'static str,
     /// The accepted values, e.g. `0|1` or `1..1023`.
     pub values: &'static str,
+    /// One line for `kleinrock algorithms`.
     pub help: &'static str,
+    /// How the parameter shows in a spec's printed name.
     pub token: Token,
 }
 
@@ -87,14 +90,26 @@ impl ParamInfo {
 /// Why a parameter was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamError {
-    Unknown { key: String },
-    BadValue { key: String, value: String },
+    /// The algorithm has no parameter `key`.
+    Unknown {
+        /// The key given.
+        key: String,
+    },
+    /// `value` is not one the parameter `key` accepts.
+    BadValue {
+        /// The key given.
+        key: String,
+        /// The value given.
+        value: String,
+    },
 }
 
 impl ParamError {
+    /// No parameter is called `key`.
     pub fn unknown(key: &str) -> ParamError {
         ParamError::Unknown { key: key.into() }
     }
+    /// `value` is not one `key` accepts.
     pub fn value(key: &str, value: &str) -> ParamError {
         ParamError::BadValue {
             key: key.into(),
@@ -121,10 +136,13 @@ impl fmt::Display for ParamError {
 
 /// A parameter set: defaults, `set` by key, `get` by key.
 pub trait Params: Default + PartialEq + Clone {
+    /// Every parameter, in declared order.
     const INFO: &'static [ParamInfo];
 
+    /// Sets the parameter `key` from a spec's text.
     fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError>;
 
+    /// The parameter `key` as a spec prints it.
     fn get(&self, key: &str) -> String;
 
     /// The BPF port's read-only data: each parameter the port has, by the
@@ -161,6 +179,7 @@ pub trait ParamValue: Copy + PartialEq {
     /// The accepted values as `kleinrock algorithms` lists them, where the
     /// parameter's declaration gives no range or list of its own.
     const VALUES: &'static str;
+    /// The value a spec writes as `s`, if it is one.
     fn parse(s: &str) -> Option<Self>;
     /// The canonical spelling, as a spec prints it back.
     fn print(self) -> String;

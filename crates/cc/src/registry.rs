@@ -24,10 +24,13 @@ use crate::params::{ParamInfo, Params};
 /// An algorithm the registry knows.
 #[derive(Clone, Copy, Debug)]
 pub struct AlgorithmInfo {
+    /// The name it registers under.
     pub name: &'static str,
     /// Other names accepted for it.
     pub aliases: &'static [&'static str],
+    /// One line for `kleinrock algorithms`.
     pub summary: &'static str,
+    /// Its parameters.
     pub params: &'static [ParamInfo],
 }
 
@@ -55,8 +58,10 @@ pub trait Declared: CongestionControl + Sized {
     /// Its parameters, declared with `params!`.
     type Params: Params;
 
+    /// The algorithm with `params`.
     fn with_params(params: Self::Params) -> Self;
 
+    /// Its parameters.
     fn params(&self) -> &Self::Params;
 
     /// Refuses parameters that are each valid but not together, where the
@@ -102,7 +107,10 @@ macro_rules! algorithms {
         /// copy).
         #[derive(Clone, Debug, PartialEq, Eq)]
         pub enum Algorithm {
-            $($t($m::$t),)+
+            $(
+                #[doc = concat!("`", stringify!($m), "::", stringify!($t), "`, configured.")]
+                $t($m::$t),
+            )+
         }
 
         $(impl From<$m::$t> for Algorithm {

@@ -56,6 +56,7 @@ pub struct Reno {
 const RENO_HSPP_READS: &[Field] = reads!(AIMD_READS, HSPP_READS);
 
 impl Reno {
+    /// Reno with parameters `params`.
     pub fn new(params: RenoParams) -> Reno {
         Reno {
             params,

@@ -81,9 +81,13 @@ pub enum Domain {
 /// = packets_out - (sacked_out + lost_out) + retrans_out`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Flight {
+    /// `packets_out`.
     pub packets_out: u32,
+    /// `sacked_out`.
     pub sacked_out: u32,
+    /// `lost_out`.
     pub lost_out: u32,
+    /// `retrans_out`.
     pub retrans_out: u32,
 }
 
@@ -94,19 +98,29 @@ pub struct Start {
     pub hz: u32,
     /// Both clocks, µs ([`Sock::set_clock`]).
     pub now_us: u64,
+    /// `snd_cwnd`.
     pub cwnd: u32,
+    /// `snd_ssthresh`.
     pub ssthresh: u32,
+    /// `snd_cwnd_clamp`.
     pub clamp: u32,
+    /// `snd_cwnd_cnt`.
     pub cwnd_cnt: u32,
+    /// `prior_cwnd`.
     pub prior_cwnd: u32,
+    /// What is in flight.
     pub flight: Flight,
     /// `delivered`, `delivered_ce` and `lost`: counters that wrap.
     pub delivered: u32,
+    /// `delivered_ce`.
     pub delivered_ce: u32,
+    /// `lost`.
     pub lost: u32,
     /// `snd_una`.
     pub seq: u32,
+    /// `srtt_us` (µs << 3).
     pub srtt_us: u32,
+    /// `mss_cache`, bytes.
     pub mss: u32,
     /// ECN negotiated (always, for an algorithm that needs it).
     pub ecn: bool,
@@ -127,17 +141,33 @@ pub enum Event {
     /// and Open.
     Recovered,
     /// `dt_us` later, the retransmission timer: `tcp_enter_loss()`.
-    Rto { dt_us: u64 },
+    Rto {
+        /// Time since the previous event, µs.
+        dt_us: u64,
+    },
     /// The reduction was spurious: `tcp_undo_cwnd_reduction()` and Open.
     Undo,
     /// Idle for `dt_us`, then transmit again; `restart` when the idle time
     /// exceeded the RTO (`tcp_cwnd_restart()`).
-    Idle { dt_us: u64, restart: bool },
+    Idle {
+        /// How long nothing was sent, µs.
+        dt_us: u64,
+        /// Did the idle time exceed the RTO?
+        restart: bool,
+    },
     /// A data segment arrived with (`ce`) or without a CE mark: the
     /// receiver's side, `__tcp_ecn_check_ce()`.
-    Ce { ce: bool },
+    Ce {
+        /// Was the segment CE-marked?
+        ce: bool,
+    },
     /// `sk_pacing_rate` and `sk_pacing_status` change (HyStart reads them).
-    Pacing { rate: u64, paced: bool },
+    Pacing {
+        /// `sk_pacing_rate`, bytes per second.
+        rate: u64,
+        /// Is the socket paced?
+        paced: bool,
+    },
 }
 
 /// `dt_us` after the previous event, an ACK of `acked` segments with an
@@ -146,26 +176,38 @@ pub enum Event {
 /// `losses` and `app_limited` go into the rate sample.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ack {
+    /// Segments newly acknowledged.
     pub acked: u32,
+    /// The RTT sample, µs (-1: none).
     pub rtt_us: i32,
+    /// Time since the previous event, µs.
     pub dt_us: u64,
+    /// Did the ACK echo ECE?
     pub ece: bool,
+    /// `tp->is_cwnd_limited` after it.
     pub cwnd_limited: bool,
+    /// Segments the rate sample counts lost.
     pub losses: i32,
+    /// Is the rate sample application-limited?
     pub app_limited: bool,
 }
 
 /// A starting connection and the events that follow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Script {
+    /// The connection.
     pub start: Start,
+    /// What happens to it, in order.
     pub events: Vec<Event>,
 }
 
 /// One algorithm on its connection, driven by events through a tap.
 pub struct Player<C, T> {
+    /// The algorithm.
     pub cc: C,
+    /// Its connection.
     pub sk: Sock,
+    /// What sees every hook call.
     pub tap: T,
     now_us: u64,
 }
@@ -637,10 +679,12 @@ pub mod strategy {
     use proptest::prelude::*;
     use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 
+    /// Starting connections drawn over `domain`.
     pub fn start(domain: Domain) -> impl Strategy<Value = Start> {
         any::<[u64; Start::DRAWS]>().prop_map(move |raw| Start::decode(domain, raw))
     }
 
+    /// Events drawn over `domain`.
     pub fn event(domain: Domain) -> impl Strategy<Value = Event> {
         (any::<u8>(), any::<[u64; Event::DRAWS]>())
             .prop_map(move |(kind, raw)| Event::decode(domain, kind, raw))

@@ -30,7 +30,9 @@ pub const TCP_ECN_DEMAND_CWR: u8 = 4;
 /// An ECT or CE segment has been seen.
 pub const TCP_ECN_SEEN: u8 = 8;
 
+/// Microseconds in a second.
 pub const USEC_PER_SEC: u64 = 1_000_000;
+/// Microseconds in a millisecond.
 pub const USEC_PER_MSEC: u64 = 1_000;
 
 /// `icsk_ca_state`: where the TCP core's loss-recovery state machine is.
@@ -39,14 +41,20 @@ pub const USEC_PER_MSEC: u64 = 1_000;
 #[repr(u8)]
 pub enum CaState {
     #[default]
+    /// No loss seen: growing normally.
     Open = 0,
+    /// Something odd (SACKs, duplicate ACKs) but no loss yet.
     Disorder = 1,
+    /// Reducing cwnd on an ECN signal (or an algorithm's own).
     Cwr = 2,
+    /// Fast recovery after a loss.
     Recovery = 3,
+    /// After a retransmission timeout.
     Loss = 4,
 }
 
 impl CaState {
+    /// Every state, in the kernel's numbering.
     pub const ALL: [CaState; 5] = [
         CaState::Open,
         CaState::Disorder,
@@ -55,10 +63,12 @@ impl CaState {
         CaState::Loss,
     ];
 
+    /// The state the kernel numbers `v`, if any (a trace's column).
     pub fn from_u8(v: u8) -> Option<CaState> {
         Self::ALL.get(v as usize).copied()
     }
 
+    /// The kernel's name of the state, as `ss -i` prints it.
     pub fn name(self) -> &'static str {
         match self {
             CaState::Open => "Open",
@@ -84,6 +94,7 @@ pub enum PacingStatus {
 }
 
 impl PacingStatus {
+    /// The status the kernel numbers `v`, if any (a trace's column).
     pub fn from_u8(v: u8) -> Option<PacingStatus> {
         match v {
             0 => Some(PacingStatus::None),
@@ -152,9 +163,10 @@ macro_rules! sock_fields {
         /// A [`Sock`] field, named as in a trace's `pre_` columns.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[allow(non_camel_case_types)]
-        pub enum Field { $( $field, )* }
+        pub enum Field { $( $(#[$doc])* $field, )* }
 
         impl Field {
+            /// Every field, in trace column order.
             pub const ALL: &'static [Field] = &[ $( Field::$field, )* ];
 
             /// The kernel's name of the field (`snd_cwnd`, `srtt_us`, ...).
@@ -162,6 +174,7 @@ macro_rules! sock_fields {
                 match self { $( Field::$field => stringify!($field), )* }
             }
 
+            /// The field the kernel calls `name`, if any.
             pub fn from_name(name: &str) -> Option<Field> {
                 match name { $( stringify!($field) => Some(Field::$field), )* _ => None }
             }

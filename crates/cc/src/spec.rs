@@ -27,34 +27,50 @@ use crate::{Algorithm, ALGORITHMS};
 /// what it quotes of the spec is escaped and cut short ([`crate::echo`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SpecError {
+    /// Nothing was given.
     Empty,
     /// Parameters without an algorithm's name before them (`:beta=5`).
     NoName(String),
+    /// No algorithm is registered under the name.
     UnknownAlgorithm(String),
+    /// A parameter without `=value`.
     MissingEquals {
+        /// The algorithm named.
         algorithm: &'static str,
+        /// The part without `=`.
         part: String,
     },
     /// Nothing between two `:` or after the last (`cubic::`, `cubic:`).
     EmptyParam {
+        /// The algorithm named.
         algorithm: &'static str,
+        /// The whole spec.
         spec: String,
     },
     /// One parameter set twice: by one key (`beta=700:beta=800`) or by two
     /// keys for it (`friendly=off:tcp_friendliness=1`).
     Repeated {
+        /// The algorithm named.
         algorithm: &'static str,
+        /// The parameter set twice.
         sets: &'static str,
+        /// The part that set it first.
         first: String,
+        /// The part that set it again.
         second: String,
     },
+    /// A parameter's key or value was refused.
     Param {
+        /// The algorithm named.
         algorithm: &'static str,
+        /// What was wrong with the parameter.
         err: ParamError,
     },
     /// Parameters each valid but not together ([`crate::Declared::check`]).
     Relation {
+        /// The algorithm named.
         algorithm: &'static str,
+        /// One sentence: why, and what to give instead.
         why: String,
     },
 }

@@ -66,8 +66,11 @@ private_state! {
     pub struct VegasState {
         /// Right edge of the window when the current round began.
         pub beg_snd_nxt: u32,
+        /// `snd_una` when the current round began.
         pub beg_snd_una: u32,
+        /// cwnd when the current round began.
         pub beg_snd_cwnd: u32,
+        /// Is Vegas's delay-based control on (off during reductions)?
         pub doing_vegas_now: u8,
         /// RTT samples this round (a u16 in the kernel).
         pub cntRTT: u16,
@@ -79,12 +82,14 @@ private_state! {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// TCP Vegas (Brakmo and Peterson), as `tcp_vegas.c`.
 pub struct Vegas {
     params: VegasParams,
     st: VegasState,
 }
 
 impl Vegas {
+    /// Vegas with parameters `params`.
     pub fn new(params: VegasParams) -> Vegas {
         Vegas {
             params,
@@ -92,6 +97,7 @@ impl Vegas {
         }
     }
 
+    /// The private state, as a trace names its members.
     pub fn state(&self) -> &VegasState {
         &self.st
     }

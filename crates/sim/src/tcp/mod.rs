@@ -2,7 +2,9 @@
 
 pub mod prr;
 pub mod rack;
-pub mod rate;
+// The delivery-rate sampler lives in kleinrock-cc, beside the hooks that read
+// its samples, so that every core (this sender, the quinn adapter) shares it.
+pub use kleinrock_cc::rate;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;

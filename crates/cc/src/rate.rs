@@ -9,18 +9,25 @@
 //! algorithm reads (`delivered`, `delivered_mstamp`, `app_limited`,
 //! `rate_app_limited`) live in [`Sock`], where the sampler reads and
 //! writes them; the sampler keeps only what no algorithm sees.
+//!
+//! It is the TCP core's, not an algorithm's: the simulator's sender and the
+//! quinn adapter (crates/quinn) both stamp what they send with it and turn
+//! ACKs into the [`RateSample`] that `cong_control` reads.
 
-use kleinrock_cc::sock::after;
-use kleinrock_cc::{RateSample, Sock};
+use crate::ops::RateSample;
+use crate::sock::{after, Sock};
 
 /// What a segment remembers of the connection when it was sent
 /// (`tcp_skb_cb.tx`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TxStamp {
+    /// When the flight this segment joined began (`first_tx_mstamp` at send).
     pub first_tx_mstamp: u64,
     /// 0 once the segment has been SACKed (so it is not sampled twice).
     pub delivered_mstamp: u64,
+    /// `delivered` when the segment was sent.
     pub delivered: u32,
+    /// Was the connection application-limited when it was sent?
     pub is_app_limited: bool,
 }
 
@@ -29,11 +36,14 @@ pub struct TxStamp {
 /// `delivered` count at which the application-limited bubble ends.)
 #[derive(Clone, Debug, Default)]
 pub struct RateSampler {
+    /// When the most recently (S)ACKed segment was sent
+    /// (`tp->first_tx_mstamp`).
     pub first_tx_mstamp: u64,
     /// The latest sample that was not application-limited, or that beat
-    /// the one before it (`tcp_rate_gen()`'s `rate_delivered`,
-    /// `rate_interval_us`).
+    /// the one before it (`tcp_rate_gen()`'s `rate_delivered`): its
+    /// segments delivered...
     pub rate_delivered: u32,
+    /// ...and its interval, µs (`rate_interval_us`).
     pub rate_interval_us: u64,
 }
 
@@ -143,6 +153,7 @@ impl RateSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
 
     #[test]
     fn steady_pipe_samples_the_bottleneck_rate() {
