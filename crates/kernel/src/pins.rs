@@ -131,6 +131,24 @@ impl Paths {
         }
     }
 
+    /// Mounts bpffs where we pin if nothing is mounted there yet, as bpftool
+    /// does before it pins: systemd mounts it at boot on most distributions,
+    /// but a minimal VM or container may not have, and a loaded algorithm
+    /// outlives this command only through a pin. Says what it did on
+    /// stderr; a mount that fails leaves `check_bpffs`'s sentence.
+    pub fn ensure_bpffs(&self) -> Result<(), Error> {
+        if self.check_bpffs().is_ok() {
+            return Ok(());
+        }
+        if mount_bpffs(&self.bpffs) && self.check_bpffs().is_ok() {
+            eprintln!(
+                "kleinrock: mounted bpffs at {}, where loaded algorithms are pinned",
+                self.bpffs.display()
+            );
+        }
+        self.check_bpffs()
+    }
+
     /// Records the spec and the load time beside the pinned link.
     pub fn write_metadata(&self, name: &str, spec: &str, loaded_unix: u64) -> Result<(), Error> {
         let dir = self.dir(name);
@@ -273,7 +291,7 @@ pub fn check_root(action: &str) -> Result<(), Error> {
 pub fn check_can_load(name: &str) -> Result<(), Error> {
     check_root("loading congestion control into the kernel")?;
     let paths = Paths::system();
-    paths.check_bpffs()?;
+    paths.ensure_bpffs()?;
     paths.check_name_free(name)
 }
 
@@ -291,6 +309,27 @@ pub(crate) fn statfs_type(path: &Path) -> Option<u64> {
     let st = unsafe { buf.assume_init() };
     #[allow(clippy::unnecessary_cast)] // f_type's type differs between libcs
     Some(st.f_type as u64)
+}
+
+/// `mount -t bpf bpf PATH`, through the system call; false if it failed.
+fn mount_bpffs(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(target) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let fstype = c"bpf";
+    // SAFETY: every pointer is a NUL-terminated string that outlives the
+    // call, and bpffs takes no mount data.
+    let rc = unsafe {
+        libc::mount(
+            fstype.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    rc == 0
 }
 
 /// Seconds since the Unix epoch, now.

@@ -365,7 +365,7 @@ mod session {
     pub fn run(req: &Request<'_>, progress: &mut dyn FnMut(u64, usize)) -> Result<Report, Error> {
         pins::check_root("tracing congestion control")?;
         let paths = Paths::system();
-        paths.check_bpffs()?;
+        paths.ensure_bpffs()?;
         let hz = kernel_hz().ok_or_else(|| {
             Error(
                 "cannot read CONFIG_HZ from /proc/config.gz or /boot/config-$(uname -r); \

@@ -144,7 +144,7 @@ impl Daemon {
         }
         let pid = opts.state_dir.as_deref().map(take).transpose()?;
         if opts.candidates.iter().any(|c| c.port.is_some()) {
-            Paths::system().check_bpffs()?;
+            Paths::system().ensure_bpffs()?;
         }
         let loaded = opts.pins.load_ports(&opts.candidates)?;
         for name in &loaded {

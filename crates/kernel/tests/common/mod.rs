@@ -49,20 +49,8 @@ pub fn skip_reason() -> Option<Missing> {
             "the kernel has no BTF (/sys/kernel/btf/vmlinux), so no struct_ops",
         ));
     }
-    let paths = Paths::system();
-    if paths.check_bpffs().is_err() {
-        let ok = Command::new("mount")
-            .args(["-t", "bpf", "bpf"])
-            .arg(&paths.bpffs)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            return Some(Missing::new(
-                "bpffs",
-                "bpffs is not mounted and mounting it failed",
-            ));
-        }
-        eprintln!("kernel test: mounted bpffs at {}", paths.bpffs.display());
+    if let Err(e) = Paths::system().ensure_bpffs() {
+        return Some(Missing::new("bpffs", e.0));
     }
     None
 }
