@@ -2,70 +2,28 @@
 //! `kleinrock-link`'s mechanisms in the delay line (CoDel, Gilbert-Elliott
 //! loss, a mahimahi trace, per-flow paths, FQ-CoDel, RED and step marking)
 //! and checks, with the kernel's own TCP, ping or UDP across it, that the
-//! link did what the model says. Needs root; otherwise each test says why
-//! and skips.
+//! link did what the model says. Needs root: otherwise each test skips,
+//! or fails where root is required (kleinrock_testkit).
 //!
 //! As in tests/lab.rs, what is asserted is split in two: invariants
 //! (counts that must agree, never early, never faster than the link),
 //! always; and accuracy (a rate within a few percent, a delay near its
 //! target), only when the hypervisor left the machine alone during the
-//! measurement (see [`timed`]). The tests that measure take a lock, so
+//! measurement (see [`common::timed`], which records each verdict). The tests that measure take a lock, so
 //! that they do not share this machine's two cores with each other.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream, UdpSocket};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use kleinrock_lab::{
     CodelParams, Direction, FlowPath, Lab, LabConfig, Limit, Link, LinkConfig, LossModel, Node,
-    Proto, QueueConfig, RedParams, StealMeter, TcpInfo, Trace, QUIET_STEAL, RECEIVER_ADDR,
+    Proto, QueueConfig, RedParams, TcpInfo, Trace, RECEIVER_ADDR,
 };
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// A lab, or `None` (said on stderr) when this process is not root.
-fn lab(config: &LabConfig) -> Option<Lab> {
-    match Lab::new(config) {
-        Ok(lab) => Some(lab),
-        Err(e) if e.is_unprivileged() => {
-            eprintln!("skipped: {e}");
-            None
-        }
-        Err(e) => panic!("{e}"),
-    }
-}
-
-/// Runs a timing measurement until the host was quiet during it, at most
-/// three times. Returns the last result, and whether the host was quiet
-/// for it: the caller asserts accuracy only then, invariants always.
-fn timed<T>(what: &str, mut measure: impl FnMut() -> Option<T>) -> Option<(T, bool)> {
-    let mut shares = Vec::new();
-    loop {
-        let meter = StealMeter::start().unwrap();
-        let result = measure()?;
-        let share = meter.share().unwrap();
-        shares.push(format!("{:.1}%", share * 100.0));
-        let quiet = share < QUIET_STEAL;
-        if quiet || shares.len() == 3 {
-            eprintln!(
-                "{what}: the hypervisor took {} of the CPU time{}",
-                shares.join(", then "),
-                if quiet {
-                    ""
-                } else {
-                    ": accuracy not asserted, invariants only"
-                }
-            );
-            return Some((result, quiet));
-        }
-    }
-}
+mod common;
+use common::{lab, serial, timed};
 
 /// The forward direction's bottleneck `link` after `delay_ms`, the reverse
 /// a plain `delay_ms`.
@@ -598,25 +556,42 @@ fn red_and_step_marking_mark_ect_packets() {
     };
     for (name, queue) in [("RED", red), ("step marking at K=10", step)] {
         let link = LinkConfig::new(10_000_000, queue);
+        // Each attempt's marks and the CE the sender heard of: a busy host
+        // repeats the measurement.
+        let mut attempts = Vec::new();
         let Some(((t, fwd), quiet)) = timed(name, || {
             let lab = lab(&forward_bottleneck(link.clone(), 5))?;
             lab.sender().sysctl("net.ipv4.tcp_ecn", "1").unwrap();
             let (t, ()) = bulk(&lab, 0, 2.0, |_| ());
             let [fwd, _] = lab.queue_samples().unwrap();
             lab.check().unwrap();
+            attempts.push((fwd.link.marks, t.sender.delivered_ce));
             Some((t, fwd))
         }) else {
             return;
         };
-        eprintln!("{name}: {fwd:?}; sender {:?}", t.sender);
-        assert_eq!(t.received(), t.sent);
-        assert!(t.sender.ecn, "{:?}", t.sender);
-        assert!(!quiet || fwd.link.marks > 0, "{fwd:?}");
-        assert!(
-            fwd.link.marks == 0 || t.sender.delivered_ce > 0,
-            "{:?}",
+        eprintln!(
+            "{name}: {fwd:?}; sender {:?}; attempts (marks, delivered_ce) {attempts:?}",
             t.sender
         );
+        assert_eq!(t.received(), t.sent);
+        assert!(t.sender.ecn, "{:?}", t.sender);
+        // An unpaced flow into 10 Mbit/s fills the queue past both
+        // thresholds within its first round trips: on a quiet host the
+        // attempt judged marks, on a busy one (which can starve a sender
+        // for a while, not for three attempts of 2 s) at least one does.
+        assert!(
+            if quiet {
+                fwd.link.marks > 0
+            } else {
+                attempts.iter().any(|&(marks, _)| marks > 0)
+            },
+            "no marks in {attempts:?}"
+        );
+        // Whatever was marked came back as ECE, in every attempt.
+        for &(marks, ce) in &attempts {
+            assert!(marks == 0 || ce > 0, "{attempts:?}");
+        }
         // Marked, not dropped: the flow backs off at the first marks, well
         // before the queue's limit. (Not so under RED, whose slowly moving
         // average lets slow start overshoot to the limit before it marks.)

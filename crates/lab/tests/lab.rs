@@ -15,67 +15,22 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use kleinrock_lab::{
     Direction, ErrorKind, Lab, LabConfig, Limit, Link, LinkConfig, Node, Queue, QueueConfig,
-    StealMeter, TcpInfo, QUIET_STEAL, RECEIVER_ADDR,
+    TcpInfo, RECEIVER_ADDR,
 };
-use kleinrock_testkit::{installed, require, root, Missing};
+use kleinrock_testkit::{installed, require, root};
 
-static SERIAL: Mutex<()> = Mutex::new(());
+mod common;
+use common::{lab, serial};
 
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// A lab, or `None` when this process is not root (a skip, or a failure
-/// where root is required). Any other error, the lab's tools missing
-/// included, is a failure.
-fn lab(config: &LabConfig) -> Option<Lab> {
-    match Lab::new(config) {
-        Ok(lab) => Some(lab),
-        Err(e) if e.kind() == ErrorKind::Unprivileged => {
-            kleinrock_testkit::require(Some(Missing::new("root", e.to_string())));
-            None
-        }
-        Err(e) => panic!("{e}"),
-    }
-}
-
-/// Runs a timing measurement until the host was quiet during it, at most
-/// three times. Returns the last result, and whether the host was quiet
-/// for it: the caller asserts accuracy only then, invariants always. The
-/// verdict is recorded (kleinrock_testkit::timing): one test on a noisy
-/// host is not a failure, but a suite none of whose measurements was
-/// judged proves nothing about timing, and scripts/test.sh fails it.
+/// A measurement that always makes its result (its lab is made before):
+/// see [`common::timed`].
 fn timed<T>(what: &str, mut measure: impl FnMut() -> T) -> (T, bool) {
-    let mut shares = Vec::new();
-    loop {
-        let meter = StealMeter::start().unwrap();
-        let result = measure();
-        let share = meter.share().unwrap();
-        shares.push(format!("{:.1}%", share * 100.0));
-        if share < QUIET_STEAL {
-            eprintln!(
-                "{what}: the hypervisor took {} of the CPU time",
-                shares.join(", then ")
-            );
-            kleinrock_testkit::timing(what, true);
-            return (result, true);
-        }
-        if shares.len() == 3 {
-            kleinrock_testkit::timing(what, false);
-            eprintln!(
-                "{what}: the hypervisor took {} of the CPU time in three attempts, more than \
-                 {:.0}%: accuracy not asserted, invariants only",
-                shares.join(", "),
-                QUIET_STEAL * 100.0
-            );
-            return (result, false);
-        }
-    }
+    common::timed(what, || Some(measure())).expect("the measurement ran")
 }
 
 fn delay_both_ways(ms: u64) -> LabConfig {
@@ -600,7 +555,7 @@ fn the_delay_lines_bottleneck_marks_ect_packets_and_tcp_sees_ece() {
         let before = lab.delay_stats(Direction::Forward).ce_marked;
         let t = bulk(&lab, 2.0, None);
         let marked = lab.delay_stats(Direction::Forward).ce_marked - before;
-        marked_per_attempt.push(marked);
+        marked_per_attempt.push((marked, t.sender.delivered_ce));
         (t, marked)
     });
     let marks = lab.delay_stats(Direction::Forward);
@@ -621,12 +576,15 @@ fn the_delay_lines_bottleneck_marks_ect_packets_and_tcp_sees_ece() {
         if quiet {
             marked > 0
         } else {
-            marked_per_attempt.iter().any(|&m| m > 0)
+            marked_per_attempt.iter().any(|&(m, _)| m > 0)
         },
-        "no CE marks in {} attempts ({marked_per_attempt:?}): {marks:?}",
+        "no CE marks in {} attempts ((marks, delivered_ce): {marked_per_attempt:?}): {marks:?}",
         marked_per_attempt.len()
     );
-    assert!(marked == 0 || t.sender.delivered_ce > 0, "{:?}", t.sender);
+    // Every attempt's marks came back as ECE, the last one's or not.
+    for &(m, ce) in &marked_per_attempt {
+        assert!(m == 0 || ce > 0, "{marked_per_attempt:?}");
+    }
     // The bottleneck's own rate, counting IP packets as the simulator does.
     let expected = 10e6 * 1448.0 / 1500.0;
     assert!(goodput < 1.1 * expected, "{goodput}");
