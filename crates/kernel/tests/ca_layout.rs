@@ -12,12 +12,7 @@ use kleinrock_testkit::Missing;
 
 /// `bpf`, when this build carries no BPF programs.
 fn no_bpf() -> Option<Missing> {
-    (!kleinrock_kernel::CAN_LOAD).then(|| {
-        Missing::new(
-            "bpf",
-            "this build carries no BPF programs (no clang at build time)",
-        )
-    })
+    kleinrock_testkit::bpf(kleinrock_kernel::CAN_LOAD)
 }
 
 fn rust_names(spec: &str) -> Vec<&'static str> {

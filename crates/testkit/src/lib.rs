@@ -115,6 +115,21 @@ pub fn root() -> Option<Missing> {
         .then(|| Missing::new("root", "needs root; run the tests as root or with sudo"))
 }
 
+/// `bpf`, when the build under test carries no BPF programs: `carried` is
+/// `kleinrock_kernel::CAN_LOAD` (this crate depends on nothing of ours).
+/// They need clang at build time and the kernel crate's `bpf` feature,
+/// which the whole workspace's build turns on (`--features kernel` for the
+/// CLI alone).
+pub fn bpf(carried: bool) -> Option<Missing> {
+    (!carried).then(|| {
+        Missing::new(
+            "bpf",
+            "this build carries no BPF programs (clang at build time, and the whole \
+             workspace or --features kernel)",
+        )
+    })
+}
+
 /// `program`, when it is not on the PATH; `package` is what installs it.
 pub fn installed(program: &'static str, package: &str) -> Option<Missing> {
     let found = std::env::var_os("PATH").is_some_and(|paths| {

@@ -31,11 +31,8 @@ const SK_MEMINFO_VARS: usize = 9;
 /// [`kleinrock_testkit::require`]: a skip, or a failure where required).
 /// Mounts bpffs when it is missing.
 pub fn skip_reason() -> Option<Missing> {
-    if !kleinrock_kernel::CAN_LOAD {
-        return Some(Missing::new(
-            "bpf",
-            "this build carries no BPF programs (no clang at build time)",
-        ));
+    if let Some(m) = kleinrock_testkit::bpf(kleinrock_kernel::CAN_LOAD) {
+        return Some(m);
     }
     if let Some(m) = kleinrock_testkit::root() {
         return Some(Missing::new(
