@@ -39,7 +39,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_undo_cwnd};
+use crate::aimd::{reads, tcp_reno_cong_avoid, tcp_reno_undo_cwnd, AIMD_READS};
 use crate::minmax::min_not_zero;
 use crate::ops::{AckSample, CaEvent, CaVisitor, CongestionControl};
 use crate::params::{param_enum, params, Token};
@@ -249,20 +249,16 @@ impl Default for Cdg {
     }
 }
 
-const CDG_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::prior_cwnd,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::snd_nxt,
-    Field::sacked_out,
-    Field::tcp_mstamp,
-    Field::icsk_ca_state,
-    Field::ecn_flags,
-];
+const CDG_READS: &[Field] = reads!(
+    AIMD_READS,
+    &[
+        Field::snd_nxt,
+        Field::sacked_out,
+        Field::tcp_mstamp,
+        Field::icsk_ca_state,
+        Field::ecn_flags,
+    ]
+);
 
 /// `nexp_u32()`'s table: exp(-x) * 65536 - 1 for x = 0, then 0.000256 * 2^k,
 /// k = 0..15 (the weight of bit 8 + k of `ux`, in seconds).

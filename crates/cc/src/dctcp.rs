@@ -30,7 +30,7 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::aimd::{tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd};
+use crate::aimd::{reads, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd, AIMD_READS};
 use crate::minmax::min_not_zero;
 use crate::ops::{CaEvent, CaVisitor, CeEcho, CongestionControl};
 use crate::params::{params, Token};
@@ -98,22 +98,21 @@ pub struct Dctcp {
     fallback: bool,
 }
 
-const DCTCP_READS: &[Field] = &[
-    Field::snd_cwnd,
-    Field::snd_ssthresh,
-    Field::snd_cwnd_cnt,
-    Field::snd_cwnd_clamp,
-    Field::is_cwnd_limited,
-    Field::max_packets_out,
-    Field::snd_una,
-    Field::snd_nxt,
-    Field::delivered,
-    Field::delivered_ce,
-    Field::rcv_nxt,
-    Field::ecn_flags,
-    Field::icsk_ack_pending,
-    Field::icsk_ca_state,
-];
+/// The AIMD helpers' fields (prior_cwnd among them: without ECN, DCTCP
+/// falls back to reno's undo), then DCTCP's own.
+const DCTCP_READS: &[Field] = reads!(
+    AIMD_READS,
+    &[
+        Field::snd_una,
+        Field::snd_nxt,
+        Field::delivered,
+        Field::delivered_ce,
+        Field::rcv_nxt,
+        Field::ecn_flags,
+        Field::icsk_ack_pending,
+        Field::icsk_ca_state,
+    ]
+);
 
 /// What the receiver's TCP must do after [`ece_ack_update`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
