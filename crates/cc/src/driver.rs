@@ -28,7 +28,7 @@
 use crate::ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample, Tap};
 use crate::rand::SplitMix64;
 use crate::sock::{CaState, Sock, TCP_INFINITE_SSTHRESH, USEC_PER_SEC};
-use crate::tcp::{tcp_set_ca_state, tcp_update_pacing_rate};
+use crate::tcp::{tcp_cong_control_without_prr, tcp_set_ca_state};
 use alloc::vec::Vec;
 
 /// Linux's minimum RTO (`TCP_RTO_MIN`), microseconds.
@@ -274,32 +274,24 @@ impl<C: CongestionControl, T: Tap<C>> Driver<C, T> {
             self.enter_recovery();
         }
         let ack = self.sk.snd_una;
-        if self.cc.has_cong_control() {
-            // The round so far as the rate sample: what tcp_rate.c would
-            // measure from the round's first segment.
-            let rs = RateSample {
-                prior_delivered: self.round_delivered,
-                prior_mstamp: self.round_start_us.max(1),
-                delivered: self.sk.delivered.wrapping_sub(self.round_delivered) as i32,
-                interval_us: self
-                    .sk
-                    .tcp_mstamp
-                    .saturating_sub(self.round_start_us)
-                    .max(rtt_us as u64) as i64,
-                rtt_us: rtt_us as i64,
-                acked_sacked: acked,
-                prior_in_flight,
-                losses: i32::from(detect_loss),
-                ..RateSample::default()
-            };
-            self.call(Hook::CongControl { ack, flag: 0, rs });
-        } else {
-            if !matches!(self.sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
-                self.call(Hook::CongAvoid { ack, acked });
-            }
-            // Linux sets it even when nothing paces (HyStart reads it).
-            tcp_update_pacing_rate(&mut self.sk);
-        }
+        let (round_delivered, round_start_us) = (self.round_delivered, self.round_start_us);
+        // The round so far as the rate sample: what tcp_rate.c would
+        // measure from the round's first segment.
+        let rs = |sk: &Sock| RateSample {
+            prior_delivered: round_delivered,
+            prior_mstamp: round_start_us.max(1),
+            delivered: sk.delivered.wrapping_sub(round_delivered) as i32,
+            interval_us: sk
+                .tcp_mstamp
+                .saturating_sub(round_start_us)
+                .max(rtt_us as u64) as i64,
+            rtt_us: rtt_us as i64,
+            acked_sacked: acked,
+            prior_in_flight,
+            losses: i32::from(detect_loss),
+            ..RateSample::default()
+        };
+        tcp_cong_control_without_prr(&mut self.tap, &mut self.cc, &mut self.sk, ack, acked, rs);
     }
 
     /// RFC 6298 smoothing as `tcp_rtt_estimator()` keeps it (srtt << 3).

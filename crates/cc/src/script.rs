@@ -34,8 +34,8 @@ use alloc::vec::Vec;
 use crate::ops::{AckSample, CaEvent, CongestionControl, Hook, RateSample, Tap, CA_ACK_ECE};
 use crate::ops::{CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
 use crate::sock::{CaState, PacingStatus, Sock, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND};
+use crate::tcp::{tcp_cong_control_without_prr, tcp_set_ca_state};
 use crate::tcp::{tcp_end_cwnd_reduction, tcp_enter_cwr, tcp_init_cwnd_reduction};
-use crate::tcp::{tcp_set_ca_state, tcp_update_pacing_rate};
 
 /// Every algorithm, and the variants that take other code paths: what
 /// property tests iterate over (each spec gets its own cases).
@@ -369,26 +369,19 @@ impl<C: CongestionControl, T: Tap<C>> Player<C, T> {
             in_flight: prior_in_flight,
         }));
         let ack = self.sk.snd_una;
-        if self.cc.has_cong_control() {
-            let rs = RateSample {
-                prior_delivered,
-                prior_mstamp: prior_us,
-                delivered: acked as i32,
-                interval_us: dt_us.min(i64::MAX as u64) as i64,
-                rtt_us: rtt_us as i64,
-                acked_sacked: acked,
-                prior_in_flight,
-                losses,
-                is_app_limited: app_limited,
-                ..RateSample::default()
-            };
-            self.call(Hook::CongControl { ack, flag: 0, rs });
-        } else {
-            if !matches!(self.sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
-                self.call(Hook::CongAvoid { ack, acked });
-            }
-            tcp_update_pacing_rate(&mut self.sk);
-        }
+        let rs = |_: &Sock| RateSample {
+            prior_delivered,
+            prior_mstamp: prior_us,
+            delivered: acked as i32,
+            interval_us: dt_us.min(i64::MAX as u64) as i64,
+            rtt_us: rtt_us as i64,
+            acked_sacked: acked,
+            prior_in_flight,
+            losses,
+            is_app_limited: app_limited,
+            ..RateSample::default()
+        };
+        tcp_cong_control_without_prr(&mut self.tap, &mut self.cc, &mut self.sk, ack, acked, rs);
     }
 
     /// `tcp_enter_recovery()`: a new reduction from Open or Disorder; from

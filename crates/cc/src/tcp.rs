@@ -17,8 +17,10 @@
 //! - `tcp_init_cwnd_reduction()`, `tcp_end_cwnd_reduction()`,
 //!   `tcp_enter_cwr()`, `tcp_ecn_queue_cwr()` (`tcp_input.c`): where a
 //!   reduction (CWR or Recovery) starts and ends.
+//! - `tcp_cong_control()` (`tcp_input.c`) for a core without PRR: who sets
+//!   the window after an ACK.
 
-use crate::ops::{CaEvent, CongestionControl, Hook, Tap};
+use crate::ops::{CaEvent, CongestionControl, Hook, RateSample, Tap};
 use crate::sock::{
     CaState, Sock, TCP_ECN_OK, TCP_ECN_QUEUE_CWR, TCP_INFINITE_SSTHRESH, USEC_PER_SEC,
 };
@@ -132,6 +134,36 @@ where
         sk.snd_cwnd_stamp = sk.jiffies;
     }
     tap.call(&Hook::CwndEvent(CaEvent::CompleteCwr), cc, sk);
+}
+
+/// `tcp_cong_control()` in a core that keeps no PRR (the ACK-clock model,
+/// the property scripts, the quinn adapter): the algorithm's
+/// `cong_control` with the rate sample `rs` makes (asked only then), or
+/// else `cong_avoid` outside a reduction, where the window stays where the
+/// reduction put it (the simulator's sender runs PRR there instead), then
+/// the pacing rate, which Linux sets even when nothing paces (HyStart
+/// reads it).
+#[inline]
+pub fn tcp_cong_control_without_prr<C, T>(
+    tap: &mut T,
+    cc: &mut C,
+    sk: &mut Sock,
+    ack: u32,
+    acked: u32,
+    rs: impl FnOnce(&Sock) -> RateSample,
+) where
+    C: CongestionControl + ?Sized,
+    T: Tap<C> + ?Sized,
+{
+    if cc.has_cong_control() {
+        let rs = rs(sk);
+        tap.call(&Hook::CongControl { ack, flag: 0, rs }, cc, sk);
+        return;
+    }
+    if !matches!(sk.icsk_ca_state, CaState::Recovery | CaState::Cwr) {
+        tap.call(&Hook::CongAvoid { ack, acked }, cc, sk);
+    }
+    tcp_update_pacing_rate(sk);
 }
 
 #[cfg(test)]

@@ -98,8 +98,8 @@ use kleinrock_cc::ops::{CaEvent, Hook, NoTap, Tap, CA_ACK_SLOWPATH, CA_ACK_WIN_U
 use kleinrock_cc::rate::{RateSampler, TxStamp};
 use kleinrock_cc::sock::{before, jiffies_to_usecs, TCP_INFINITE_SSTHRESH};
 use kleinrock_cc::tcp::{
-    tcp_ecn_queue_cwr, tcp_end_cwnd_reduction, tcp_enter_cwr, tcp_init_cwnd_reduction,
-    tcp_set_ca_state, tcp_update_pacing_rate,
+    tcp_cong_control_without_prr, tcp_ecn_queue_cwr, tcp_end_cwnd_reduction, tcp_enter_cwr,
+    tcp_init_cwnd_reduction, tcp_set_ca_state,
 };
 use kleinrock_cc::{AckSample, Algorithm, CaState, CongestionControl, RateSample, Sock, SpecError};
 use quinn_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
@@ -547,17 +547,14 @@ impl<T: Tap<Algorithm> + Clone + Send + Sync + 'static> Controller for Kleinrock
             .generate(&mut self.sk, &mut rs, now_us, batch.pkts, losses);
         let ack = self.sk.snd_una;
         let state_before = self.sk.icsk_ca_state;
-        if self.cc.has_cong_control() {
-            self.call(Hook::CongControl { ack, flag: 0, rs });
-        } else {
-            if !matches!(self.sk.icsk_ca_state, CaState::Cwr | CaState::Recovery) {
-                self.call(Hook::CongAvoid {
-                    ack,
-                    acked: batch.pkts,
-                });
-            }
-            tcp_update_pacing_rate(&mut self.sk);
-        }
+        tcp_cong_control_without_prr(
+            &mut self.tap,
+            &mut self.cc,
+            &mut self.sk,
+            ack,
+            batch.pkts,
+            |_| rs,
+        );
         self.after_hooks(state_before, now_us);
         self.prune_stamps(now_us);
     }
