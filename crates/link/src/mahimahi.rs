@@ -5,8 +5,11 @@
 //! the link may deliver one packet of up to 1500 bytes. Several lines may
 //! name the same millisecond (several packets then). The trace repeats with
 //! the period of its last timestamp, as mahimahi's `mm-link` replays it.
-
-use std::path::Path;
+//!
+//! Only the text is parsed here: a file is read by the scenario reader
+//! (`kleinrock_sim::scenario::units::read_text`: a regular file of at most
+//! 64 MiB, UTF-8, errors without OS internals), the one place Kleinrock
+//! reads a file a person wrote.
 
 use crate::time::{Time, MS};
 
@@ -94,15 +97,6 @@ impl Trace {
             opportunities,
             period: last * MS,
         })
-    }
-
-    /// Reads and parses a trace file: the crate's one piece of I/O, a
-    /// convenience for callers that have a path rather than the text.
-    pub fn load(path: &Path) -> Result<Trace, LinkTraceError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            LinkTraceError(format!("cannot read link trace {}: {e}", path.display()))
-        })?;
-        Trace::parse(&text, &path.display().to_string())
     }
 
     fn time(&self, idx: u64) -> Time {
