@@ -4,8 +4,10 @@
 //! fuzzer would take long to find. `scripts/fuzz.sh` writes them as the
 //! campaign's seed corpus (`fuzz-seeds DIR`); tests/smoke.rs mutates them.
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use kleinrock_cc::driver::{Driver, Path as NetPath};
 use kleinrock_cc::rand::SplitMix64;
@@ -15,7 +17,8 @@ use kleinrock_select::bandit::{Bandit, Config};
 use kleinrock_select::bpftune::Bpftune;
 use kleinrock_select::persist::{self, bpftune};
 use kleinrock_select::{peer, Sample};
-use kleinrock_trace::Recorder;
+use kleinrock_trace::write::ca_names;
+use kleinrock_trace::{Recorder, TraceWriter};
 
 use crate::trace::prefix;
 
@@ -84,47 +87,52 @@ fn body(table: &str) -> Vec<u8> {
     table[..end + 1].as_bytes().to_vec()
 }
 
-/// A selector that learned from a few connections to three peers.
+/// Peers the seeds' tables learned about: IPv4 and IPv6, two in one /24.
+const PEERS: [&str; 4] = ["10.0.0.1", "10.0.0.2", "192.0.2.7", "2001:db8::1"];
+
+/// Connections the seeds' tables learned from, each a peer (an index into
+/// [`PEERS`]) and a sample with the fields both policies read, drawn from
+/// `seed`: different RTTs, rates, sizes, completions.
+fn connections(seed: u64, n: usize) -> Vec<(usize, Sample)> {
+    let mut rng = SplitMix64::new(seed);
+    (0..n)
+        .map(|_| {
+            let r = rng.next_u64();
+            let sample = Sample {
+                min_rtt_us: 500 + (r % 50_000) as u32,
+                max_rate_bps: 100_000 + (r >> 16) % 1_000_000_000,
+                rate_delivered: 1 + (r >> 8) as u32 % 64,
+                rate_interval_us: 1_000,
+                mss: 1448,
+                bytes_acked: (r >> 24) % 10_000_000,
+                age_us: 1 + (r >> 32) % 10_000_000,
+                complete: r & 1 == 0,
+                ..Sample::default()
+            };
+            ((r >> 60) as usize % PEERS.len(), sample)
+        })
+        .collect()
+}
+
+/// Kleinrock's selector after connections to every peer.
 fn learned_bandit() -> Bandit {
     let mut b = Bandit::new(Config::default());
-    for (i, a) in ["10.0.0.1", "10.0.0.2", "2001:db8::1"].iter().enumerate() {
-        let p = peer(a.parse().unwrap());
-        for k in 0..6u32 {
-            let (c, _) = b.choose(p);
-            b.close(
-                c,
-                &Sample {
-                    min_rtt_us: 1000 + 100 * k + i as u32,
-                    max_rate_bps: 1_000_000 + 1000 * k as u64,
-                    bytes_acked: 1_000_000,
-                    age_us: 3_000_000,
-                    complete: k % 2 == 0,
-                    ..Sample::default()
-                },
-            );
-        }
+    for (p, s) in connections(1, 60) {
+        let (c, _) = b.choose(peer(PEERS[p].parse().unwrap()));
+        b.close(c, &s);
     }
     b
 }
 
-/// bpftune after a few connections to two peers, one algorithm failed.
+/// bpftune after connections to every peer, one algorithm failed.
 fn learned_bpftune() -> Bpftune {
     let mut b = Bpftune::new(3);
-    for (i, a) in ["10.0.0.1", "2001:db8::7"].iter().enumerate() {
-        let p = peer(a.parse().unwrap());
-        for k in 0..9u32 {
-            let alg = b.established(p);
-            let s = Sample {
-                min_rtt_us: 1000 + 10 * k + i as u32,
-                rate_delivered: 10 + k,
-                rate_interval_us: 1000,
-                mss: 1448,
-                ..Sample::default()
-            };
-            b.close(p, alg, &s);
-        }
-        b.set_failed(p, 3);
+    for (p, s) in connections(2, 60) {
+        let p = peer(PEERS[p].parse().unwrap());
+        let alg = b.established(p);
+        b.close(p, alg, &s);
     }
+    b.set_failed(peer(PEERS[0].parse().unwrap()), 3);
     b
 }
 
@@ -163,17 +171,29 @@ fn hook_traces() -> Vec<Vec<u8>> {
     out
 }
 
-/// The first [`ROWS`] rows of `spec` driven for 300 ms over a lossy path
-/// at 250 Hz.
+/// A sink whose bytes stay readable after the writer that owns it is
+/// done.
+#[derive(Clone, Default)]
+struct Memory(Rc<RefCell<Vec<u8>>>);
+
+impl Write for Memory {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The first [`ROWS`] rows of `spec` driven for 300 ms over a lossy
+/// 12 Mbit/s, 20 ms path at 250 Hz, recorded in memory.
 fn recorded(spec: &str) -> Vec<u8> {
     let cc: Algorithm = spec.parse().unwrap();
-    let path = std::env::temp_dir().join(format!(
-        "kleinrock-fuzz-seed-{}-{}.csv",
-        std::process::id(),
-        spec.replace([':', '='], "_")
-    ));
-    let rec = Recorder::create(&path, &cc).expect("a trace in the temporary directory");
-    let net = NetPath {
+    let memory = Memory::default();
+    let writer = TraceWriter::new(Box::new(memory.clone()), &ca_names(&cc)).unwrap();
+    let lossy = NetPath {
         rtt_us: 20_000,
         rate_pps: 1_000,
         buffer_pkts: 10,
@@ -181,11 +201,10 @@ fn recorded(spec: &str) -> Vec<u8> {
         ack_every: 2,
         seed: 5,
     };
-    let mut d = Driver::new(cc, net, 250, rec);
+    let mut d = Driver::new(cc, lossy, 250, Recorder::new(writer));
     d.run_for(300_000);
     d.tap.finish().unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::remove_file(&path).unwrap();
+    let text = String::from_utf8(memory.0.take()).unwrap();
     let lines: Vec<&str> = text.lines().take(ROWS + 1).collect();
     (lines.join("\n") + "\n").into_bytes()
 }

@@ -12,7 +12,7 @@ use kleinrock_cc::rand::SplitMix64;
 use kleinrock_fuzz_targets::{mutate::mutate, seeds::seeds, target};
 
 /// Mutated inputs per target.
-const MUTANTS: usize = 400;
+const MUTANTS: usize = 2_000;
 
 /// Every file of fuzz/regressions/<name>/, sorted.
 fn regressions(name: &str) -> Vec<(String, Vec<u8>)> {
