@@ -84,7 +84,7 @@ fn body(table: &str) -> Vec<u8> {
     let end = table
         .rfind("\nend ")
         .expect("a table ends with its end line");
-    table[..end + 1].as_bytes().to_vec()
+    table.as_bytes()[..end + 1].to_vec()
 }
 
 /// Peers the seeds' tables learned about: IPv4 and IPv6, two in one /24.
