@@ -365,10 +365,8 @@ mod tests {
     /// the run give 960.
     #[test]
     fn a_thousand_staggered_flows_on_a_gigabit_deliver_less_than_a_gigabit() {
-        let r = run(
-            "duration = \"10s\"\n[link]\nrate = \"1Gbit\"\n\
-             [[flow]]\ncc = \"cubic\"\nrtt = \"10ms\"\ncount = 1000\nstagger = \"9ms\"\n",
-        );
+        let r = run("duration = \"10s\"\n[link]\nrate = \"1Gbit\"\n\
+             [[flow]]\ncc = \"cubic\"\nrtt = \"10ms\"\ncount = 1000\nstagger = \"9ms\"\n");
         assert_eq!(r.interval(), Some((0, 10 * SEC)));
         let m = r.metrics();
         assert!((m.goodput_bps - bytes(&r) * 8.0 / 10.0).abs() < 1e-9 * m.goodput_bps);
