@@ -71,7 +71,9 @@ for t in "${targets[@]}"; do
         "corpus/$t" "../$seeds/$t" "regressions/$t" -- \
         -runs="$runs" -timeout="$timeout" -rss_limit_mb="$rss" -max_len="$max_len" \
         -print_final_stats=1 -artifact_prefix="artifacts/$t/") >"$logs/$t.log" 2>&1 || true
-    secs=$(( $(date +%s) - start ))
+    # libFuzzer's own time for the runs (the wall time includes a rebuild).
+    secs=$(sed -nE 's/^Done [0-9]+ runs in ([0-9]+) second.*/\1/p' "$logs/$t.log")
+    secs=${secs:-$(( $(date +%s) - start ))}
     execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$logs/$t.log" | tail -1)
     cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$logs/$t.log" | tail -1)
     found=$(( $(find "fuzz/artifacts/$t" -type f | wc -l) - before ))
