@@ -113,11 +113,12 @@ pub fn judge(message: &str, input: &str) {
 }
 
 /// A directory with nothing in it, for the parsers' relative paths (a
-/// scenario's link `trace`): no input resolves to a file of ours.
+/// scenario's link `trace`): no input resolves to a file. One for every
+/// run, never written in, so that none is left behind per process.
 fn empty_dir() -> &'static Path {
     static DIR: OnceLock<std::path::PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("kleinrock-fuzz-empty-{}", std::process::id()));
+        let d = std::env::temp_dir().join("kleinrock-fuzz-empty");
         std::fs::create_dir_all(&d).expect("cannot create the fuzz targets' empty directory");
         d
     })
