@@ -4,7 +4,8 @@
 # one after the other, each for FUZZ_RUNS executions (default 10^6), then
 # one line per target: executions, time, libFuzzer's coverage (cov: edges,
 # ft: features) and findings (crash, timeout, oom and leak inputs, left in
-# fuzz/artifacts/<target>/).
+# fuzz/artifacts/<target>/). The whole campaign takes about two hours of one
+# core (docs/FUZZING.md has the figures); hook_trace alone about 40 minutes.
 #
 #   scripts/fuzz.sh                  # every target, 10^6 executions each
 #   scripts/fuzz.sh hooks spec       # some targets
