@@ -201,6 +201,27 @@ pub struct Script {
     pub events: Vec<Event>,
 }
 
+/// A tap that stops calling hooks once cwnd is 0: the kernel warns
+/// (`tcp_snd_cwnd_set()`) and its next congestion avoidance divides by the
+/// window (`tcp_cong_avoid_ai(tp, tcp_snd_cwnd(tp), acked)`), so nothing
+/// after that is defined. Scripts from [`Domain::Any`] are played through
+/// it (tests/properties.rs, the fuzz targets of crates/fuzz-targets).
+#[derive(Default)]
+pub struct UntilCwndZero {
+    /// Has a hook left cwnd 0?
+    pub stopped: bool,
+}
+
+impl<C: CongestionControl> Tap<C> for UntilCwndZero {
+    fn call(&mut self, hook: &Hook, cc: &mut C, sk: &mut Sock) -> u32 {
+        self.stopped |= sk.snd_cwnd == 0;
+        if self.stopped {
+            return 0;
+        }
+        hook.call(cc, sk)
+    }
+}
+
 /// One algorithm on its connection, driven by events through a tap.
 pub struct Player<C, T> {
     /// The algorithm.

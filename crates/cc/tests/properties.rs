@@ -38,7 +38,9 @@
 use kleinrock_cc::cdg::CdgCwr;
 use kleinrock_cc::ops::Tap;
 use kleinrock_cc::script::strategy::{self, script};
-use kleinrock_cc::script::{Ack, Domain, Event, Flight, Player, Script, Start, SPECS};
+use kleinrock_cc::script::{
+    Ack, Domain, Event, Flight, Player, Script, Start, UntilCwndZero, SPECS,
+};
 use kleinrock_cc::{Algorithm, CongestionControl, Declared, Hook, Sock, ALGORITHMS};
 use proptest::test_runner::TestCaseError;
 
@@ -196,25 +198,6 @@ fn keeps_the_kernels_guarantees(spec: &str, s: &Script) -> Result<(), TestCaseEr
     };
     broken(&p, "init")?;
     p.play_all(&s.events, |p, e| broken(p, &format!("{e:?}")))
-}
-
-/// A tap that stops calling hooks once cwnd is 0: the kernel warns
-/// (`tcp_snd_cwnd_set()`) and its next congestion avoidance divides by the
-/// window (`tcp_cong_avoid_ai(tp, tcp_snd_cwnd(tp), acked)`), so nothing
-/// after that is defined.
-#[derive(Default)]
-struct UntilCwndZero {
-    stopped: bool,
-}
-
-impl<C: CongestionControl> Tap<C> for UntilCwndZero {
-    fn call(&mut self, hook: &Hook, cc: &mut C, sk: &mut Sock) -> u32 {
-        self.stopped |= sk.snd_cwnd == 0;
-        if self.stopped {
-            return 0;
-        }
-        hook.call(cc, sk)
-    }
 }
 
 #[test]

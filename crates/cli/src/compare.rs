@@ -151,8 +151,9 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     }
     layout::claim_report_dir(&out).map_err(|e| {
         Failure(format!(
-            "cannot write the report to {}: {e}; choose a new or empty directory with --out",
-            out.display()
+            "cannot write the report to {}: {}; choose a new or empty directory with --out",
+            out.display(),
+            kleinrock_files::reason(&e)
         ))
     })?;
     drop(planning);
@@ -250,8 +251,9 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     drop(writing);
     let report = report.map_err(|e| {
         Failure(format!(
-            "cannot write the report to {}: {e}; choose another directory with --out",
-            out.display()
+            "cannot write the report to {}: {}; choose another directory with --out",
+            out.display(),
+            kleinrock_files::reason(&e)
         ))
     })?;
     println!("\nreport: {}", report.display());

@@ -5,13 +5,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use kleinrock_cc::driver::{Driver, Path as NetPath, Totals};
 use kleinrock_cc::echo::{name, show};
-use kleinrock_cc::ops::NoTap;
+use kleinrock_cc::ops::{NoTap, Tap};
 use kleinrock_cc::Algorithm;
 use kleinrock_trace::Recorder;
 
+use crate::progress::Phase;
 use crate::replay::{parse_hz, parse_spec, warn_specs};
 use crate::Failure;
 
@@ -51,6 +53,9 @@ pub struct Args {
     /// Record each run's hook trace here (gzip CSV) and replay it.
     #[arg(long)]
     trace_dir: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(long)]
+    quiet: bool,
 }
 
 // The limits of a run, each with its reason (docs/MODEL.md). A run's work
@@ -279,8 +284,9 @@ fn check_trace_dir(dir: &Path) -> Result<(), Failure> {
     };
     kleinrock_files::check_dir(dir, &ours).map_err(|e| {
         Failure(format!(
-            "cannot write traces to {}: {e}; choose a new or empty --trace-dir",
-            name(&dir.display().to_string())
+            "cannot write traces to {}: {}; choose a new or empty --trace-dir",
+            name(&dir.display().to_string()),
+            kleinrock_files::reason(&e)
         ))
     })?;
     kleinrock_files::claim_dir(dir, &ours).map_err(|e| {
@@ -292,12 +298,32 @@ fn check_trace_dir(dir: &Path) -> Result<(), Failure> {
     })
 }
 
+/// Runs `d` for `micros` of model time, as `Driver::run_for` does, adding
+/// the model time done to `done` every hundredth of the run.
+fn drive<T: Tap<Algorithm>>(d: &mut Driver<Algorithm, T>, micros: u64, done: &AtomicU64) -> Totals {
+    let end = d.now_us() + micros;
+    let step = (micros / 100).max(1);
+    let mut told = d.now_us();
+    while d.now_us() < end {
+        d.run_round();
+        let now = d.now_us().min(end);
+        if now - told >= step {
+            done.fetch_add(now - told, Ordering::Relaxed);
+            told = now;
+        }
+    }
+    done.fetch_add(end - told, Ordering::Relaxed);
+    // Runs nothing more: the totals.
+    d.run_for(0)
+}
+
 fn run_one(
     cc: Algorithm,
     path: NetPath,
     hz: u32,
     micros: u64,
     dir: Option<&Path>,
+    done: &AtomicU64,
 ) -> Result<Run, String> {
     let spec = cc.spec();
     match dir {
@@ -306,7 +332,7 @@ fn run_one(
             Ok(Run {
                 spec,
                 hz,
-                totals: d.run_for(micros),
+                totals: drive(&mut d, micros, done),
                 trace: None,
             })
         }
@@ -321,7 +347,7 @@ fn run_one(
             };
             let rec = Recorder::create(&file, &cc).map_err(cannot)?;
             let mut d = Driver::new(cc, path, hz, rec);
-            let totals = d.run_for(micros);
+            let totals = drive(&mut d, micros, done);
             let rows = d.tap.finish().map_err(cannot)?;
             Ok(Run {
                 spec,
@@ -358,18 +384,37 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     warn_specs(a.cc.iter());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut results: Vec<Option<Result<Run, String>>> = (0..jobs.len()).map(|_| None).collect();
+    // Model time done over all runs, shown once the runs take a second.
+    let total_us = micros * jobs.len() as u64;
+    let running = Phase::counting(
+        &match jobs.len() {
+            1 => "running 1 model".to_string(),
+            n => format!("running {n} models"),
+        },
+        a.quiet,
+        Some(Box::new(move |f| {
+            format!("{:.1} s of model time", f * total_us as f64 / 1e6)
+        })),
+    );
+    let done = AtomicU64::new(0);
     for chunk in jobs.iter().enumerate().collect::<Vec<_>>().chunks(threads) {
         std::thread::scope(|s| {
             let handles: Vec<_> = chunk
                 .iter()
                 .map(|&(i, (cc, hz))| {
                     let dir = a.trace_dir.as_deref();
+                    let done = &done;
                     (
                         i,
-                        s.spawn(move || run_one(cc.clone(), path, *hz, micros, dir)),
+                        s.spawn(move || run_one(cc.clone(), path, *hz, micros, dir, done)),
                     )
                 })
                 .collect();
+            // The main thread redraws the fraction while the runs go on.
+            while handles.iter().any(|(_, h)| !h.is_finished()) {
+                running.set(done.load(Ordering::Relaxed) as f64 / total_us.max(1) as f64);
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
             for (i, h) in handles {
                 results[i] = Some(
                     h.join()
@@ -378,6 +423,8 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             }
         });
     }
+    running.set(1.0);
+    drop(running);
     let runs = results
         .into_iter()
         .map(|r| r.expect("every job ran"))
@@ -412,19 +459,27 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     }
     let mut code = ExitCode::SUCCESS;
     if a.trace_dir.is_some() {
-        println!("\nhook traces, each replayed into the same spec:");
-        for r in &runs {
-            let (file, rows) = r.trace.as_ref().expect("traced");
-            let spec: Algorithm = r.spec.parse().map_err(Failure::from)?;
-            let report = kleinrock_trace::replay(file, spec, r.hz, &mut |_| {})?;
-            if !report.agrees() {
-                code = ExitCode::from(1);
+        let mut lines = Vec::new();
+        {
+            let replaying = Phase::start("replaying the traces", a.quiet);
+            for (k, r) in runs.iter().enumerate() {
+                replaying.set(k as f64 / runs.len() as f64);
+                let (file, rows) = r.trace.as_ref().expect("traced");
+                let spec: Algorithm = r.spec.parse().map_err(Failure::from)?;
+                let report = kleinrock_trace::replay(file, spec, r.hz, &mut |_| {})?;
+                if !report.agrees() {
+                    code = ExitCode::from(1);
+                }
+                lines.push(format!(
+                    "  {} ({rows} rows): {} divergent",
+                    file.display(),
+                    report.divergent
+                ));
             }
-            println!(
-                "  {} ({rows} rows): {} divergent",
-                file.display(),
-                report.divergent
-            );
+        }
+        println!("\nhook traces, each replayed into the same spec:");
+        for l in lines {
+            println!("{l}");
         }
         println!("replay one yourself: kleinrock replay FILE --cc SPEC --hz HZ");
     }

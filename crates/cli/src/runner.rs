@@ -67,13 +67,14 @@ pub fn run_all(jobs: &[Job], threads: Option<u32>, quiet: bool) -> Result<Vec<Re
                     .filter_map(|f| f.trace.as_ref().map(|t| t.display().to_string()))
                     .collect();
                 format!(
-                    "{}: cannot write the hook trace {}: {e}",
+                    "{}: cannot write the hook trace {}: {}",
                     jobs[i].name,
                     if traces.len() == 1 {
                         traces[0].clone()
                     } else {
                         format!("(one of {})", traces.join(", "))
-                    }
+                    },
+                    kleinrock_files::reason(&e)
                 )
             });
         progress(((1.0 - last) * dur as f64) as u64);

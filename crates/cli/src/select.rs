@@ -260,8 +260,9 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             let _saving = Phase::start("saving the learned table", a.quiet);
             persist::save(b, path).map_err(|e| {
                 Failure(format!(
-                    "cannot save the learned table to {}: {e}; choose another --table path",
-                    path.display()
+                    "cannot save the learned table to {}: {}; choose another --table path",
+                    path.display(),
+                    kleinrock_files::reason(&e)
                 ))
             })?;
         }
@@ -270,8 +271,9 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             let _writing = Phase::start(&format!("writing {name}'s results"), a.quiet);
             write_report(out, &w, &o, &r, &summary).map_err(|e| {
                 Failure(format!(
-                    "cannot write to {}: {e}; choose another --out directory",
-                    out.display()
+                    "cannot write to {}: {}; choose another --out directory",
+                    out.display(),
+                    kleinrock_files::reason(&e)
                 ))
             })?;
         }
@@ -347,8 +349,9 @@ fn check_outputs(a: &Args) -> Result<(), Failure> {
         };
         kleinrock_files::claim_dir(out, &ours).map_err(|e| {
             Failure(format!(
-                "cannot write to {}: {e}; choose a new or empty --out directory",
-                out.display()
+                "cannot write to {}: {}; choose a new or empty --out directory",
+                out.display(),
+                kleinrock_files::reason(&e)
             ))
         })?;
     }

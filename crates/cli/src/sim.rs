@@ -110,8 +110,9 @@ fn check_outputs(a: &Args, jobs: &[Job]) -> Result<(), Failure> {
 pub(crate) fn claim_out(out: &Path) -> Result<(), Failure> {
     kleinrock_files::claim_dir(out, &layout::is_run_dir).map_err(|e| {
         Failure(format!(
-            "cannot write results to {}: {e}; choose a new or empty --out directory",
-            out.display()
+            "cannot write results to {}: {}; choose a new or empty --out directory",
+            out.display(),
+            kleinrock_files::reason(&e)
         ))
     })
 }
@@ -120,8 +121,9 @@ pub(crate) fn write(out: &Path, name: &str, r: &Results) -> Result<PathBuf, Fail
     let dir = out.join(name);
     r.write(&dir).map_err(|e| {
         Failure(format!(
-            "cannot write results to {}: {e}; choose a writable --out directory",
-            dir.display()
+            "cannot write results to {}: {}; choose a writable --out directory",
+            dir.display(),
+            kleinrock_files::reason(&e)
         ))
     })?;
     Ok(dir)

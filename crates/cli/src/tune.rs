@@ -240,7 +240,13 @@ fn status(at: &Where, json: bool) -> Result<ExitCode, Failure> {
                 dir.display()
             )))
         }
-        Err(e) => return Err(Failure(format!("cannot read {}: {e}", file.display()))),
+        Err(e) => {
+            return Err(Failure(format!(
+                "cannot read {}: {}",
+                file.display(),
+                kleinrock_files::reason(&e)
+            )))
+        }
     };
     let text = match daemon::running(&dir) {
         Some(_) => text,

@@ -275,6 +275,44 @@ fn a_hook_trace_is_written_by_one_run_over_nothing_but_a_trace() {
     );
 }
 
+/// A hook trace that cannot be written while the simulation runs (here a
+/// file size limit, with SIGXFSZ ignored, so that the write past it fails
+/// with EFBIG: no root and no full disk needed) ends the command in one
+/// sentence naming the trace's path and the reason, without the OS's
+/// error number (issue 16: "cannot write a hook trace: No such file or
+/// directory" named no path).
+#[test]
+fn a_hook_trace_write_failing_during_the_run_names_the_trace() {
+    let dir = tmpdir("outputs-trace-fails");
+    let s = dir.join("traced.toml");
+    fs::write(
+        &s,
+        "duration = \"2s\"\n[link]\nrate = \"100Mbit\"\n[[flow]]\ncc = \"cubic\"\nrtt = \"10ms\"\ntrace = \"t.csv\"\n",
+    )
+    .unwrap();
+    // bash's `ulimit -f` counts KiB: 64 KiB, a few hundred rows.
+    let o = std::process::Command::new("bash")
+        .args(["-c", "trap '' XFSZ; ulimit -f 64; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_kleinrock"))
+        .args(["sim", s.to_str().unwrap(), "--quiet", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(!o.status.success(), "{out}{err}");
+    let trace = dir.join("t.csv");
+    assert!(
+        err.contains(&format!(
+            "cannot write the hook trace {}: File too large",
+            trace.display()
+        )) && !err.contains("os error")
+            && !err.contains("panicked"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "one sentence: {err}");
+    assert_eq!(fs::metadata(&trace).unwrap().len(), 64 << 10);
+}
+
 #[test]
 fn compare_checks_its_report_directory_before_it_runs() {
     let dir = tmpdir("outputs-compare");

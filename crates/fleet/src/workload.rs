@@ -151,6 +151,12 @@ const GAP: Within<Time> = Within {
     why: "a day",
 };
 
+/// The most connections a workload may make in all (each path's
+/// destinations times `connections`, summed): the play holds each one
+/// while it runs, about 200 bytes apiece (2 GB at the limit), and plays
+/// about a million in 7 s per policy (docs/SELECTOR.md).
+pub const MAX_CONNECTIONS: u64 = 10_000_000;
+
 /// The mss of the scenario a workload generates (the scenario default).
 const MSS: u32 = 1448;
 
@@ -382,6 +388,7 @@ impl Workload {
                 after,
             });
         }
+        check_total(file, connections, &paths)?;
         check_addresses(&src, &f.path, &paths)?;
         Ok(Workload {
             name: f.name.clone().unwrap_or_else(|| file.to_string()),
@@ -457,6 +464,20 @@ fn peer_range(p: &PathType) -> Option<(u128, u128)> {
         kleinrock_select::peer(p.first_address),
         kleinrock_select::peer(last),
     ))
+}
+
+/// Refuses a workload of more than [`MAX_CONNECTIONS`] connections in all,
+/// which would abort on allocation or play for hours (issue 16).
+fn check_total(file: &str, connections: u32, paths: &[PathType]) -> Result<(), ScenarioError> {
+    let destinations: u64 = paths.iter().map(|p| p.destinations as u64).sum();
+    let total = destinations * connections as u64;
+    if total <= MAX_CONNECTIONS {
+        return Ok(());
+    }
+    Err(ScenarioError(format!(
+        "{}: the workload makes {total} connections in all (`connections` = {connections} to each of {destinations} destinations), more than {MAX_CONNECTIONS}, the limit (the fleet holds every connection while it plays, about 200 bytes each); lower `connections` or `destinations`",
+        wording::name(file)
+    )))
 }
 
 /// Each path's destinations must be addresses of their own: counting up

@@ -110,7 +110,13 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
         // (a link someone detached by hand); clear them.
         let _ = paths.unload(&plan.name, std::time::Duration::ZERO);
     }
-    fs::create_dir_all(&dir).map_err(|e| Error(format!("cannot create {}: {e}", dir.display())))?;
+    fs::create_dir_all(&dir).map_err(|e| {
+        Error(format!(
+            "cannot create {}: {}",
+            dir.display(),
+            kleinrock_files::reason(&e)
+        ))
+    })?;
     let link = paths.link(&plan.name);
     LIBBPF_LOG.lock().map(|mut l| l.clear()).ok();
     let previous = libbpf_rs::set_print(Some((PrintLevel::Warn, keep_libbpf_message)));

@@ -85,8 +85,9 @@ impl Paths {
     pub fn available(&self) -> Result<Vec<String>, Error> {
         let text = fs::read_to_string(&self.available).map_err(|e| {
             Error(format!(
-                "cannot read {}: {e}; is this Linux with TCP enabled?",
-                self.available.display()
+                "cannot read {}: {}; is this Linux with TCP enabled?",
+                self.available.display(),
+                kleinrock_files::reason(&e)
             ))
         })?;
         Ok(text.split_whitespace().map(str::to_string).collect())
@@ -154,8 +155,13 @@ impl Paths {
         let dir = self.dir(name);
         let put = |file: &str, value: &str| {
             let path = dir.join(file);
-            std::os::unix::fs::symlink(value, &path)
-                .map_err(|e| Error(format!("cannot write {}: {e}", path.display())))
+            std::os::unix::fs::symlink(value, &path).map_err(|e| {
+                Error(format!(
+                    "cannot write {}: {}",
+                    path.display(),
+                    kleinrock_files::reason(&e)
+                ))
+            })
         };
         put("spec", spec)?;
         put("loaded", &loaded_unix.to_string())
@@ -172,7 +178,13 @@ impl Paths {
                     self.root().display()
                 )))
             }
-            Err(e) => return Err(Error(format!("cannot read {}: {e}", self.root().display()))),
+            Err(e) => {
+                return Err(Error(format!(
+                    "cannot read {}: {}",
+                    self.root().display(),
+                    kleinrock_files::reason(&e)
+                )))
+            }
         };
         let available = self.available()?;
         let mut out = Vec::new();
@@ -234,10 +246,22 @@ impl Paths {
             match fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::NotFound => {}
-                Err(e) => return Err(Error(format!("cannot remove {}: {e}", path.display()))),
+                Err(e) => {
+                    return Err(Error(format!(
+                        "cannot remove {}: {}",
+                        path.display(),
+                        kleinrock_files::reason(&e)
+                    )))
+                }
             }
         }
-        fs::remove_dir(&dir).map_err(|e| Error(format!("cannot remove {}: {e}", dir.display())))?;
+        fs::remove_dir(&dir).map_err(|e| {
+            Error(format!(
+                "cannot remove {}: {}",
+                dir.display(),
+                kleinrock_files::reason(&e)
+            ))
+        })?;
         // The last link's release runs from a workqueue: poll briefly.
         let start = Instant::now();
         loop {

@@ -163,15 +163,23 @@ impl Recording {
             Ok(()) => self.summary.files[i].rows += 1,
             Err(e) => {
                 let path = self.summary.files[i].path.display().to_string();
-                self.error = Some(Error(format!("cannot write {path}: {e}")));
+                self.error = Some(Error(format!(
+                    "cannot write {path}: {}",
+                    kleinrock_files::reason(&e)
+                )));
             }
         }
     }
 
     fn open(&mut self, conn: Conn) -> Result<usize, Error> {
         let path = conn_path(&self.out, self.writers.len() + 1);
-        let w = TraceWriter::create(&path, &self.names)
-            .map_err(|e| Error(format!("cannot create {}: {e}", path.display())))?;
+        let w = TraceWriter::create(&path, &self.names).map_err(|e| {
+            Error(format!(
+                "cannot create {}: {}",
+                path.display(),
+                kleinrock_files::reason(&e)
+            ))
+        })?;
         self.writers.push(w);
         self.summary.files.push(ConnFile {
             conn,
@@ -187,8 +195,13 @@ impl Recording {
             return Err(e);
         }
         for (w, f) in self.writers.into_iter().zip(&self.summary.files) {
-            w.finish()
-                .map_err(|e| Error(format!("cannot write {}: {e}", f.path.display())))?;
+            w.finish().map_err(|e| {
+                Error(format!(
+                    "cannot write {}: {}",
+                    f.path.display(),
+                    kleinrock_files::reason(&e)
+                ))
+            })?;
         }
         Ok(self.summary)
     }

@@ -71,7 +71,8 @@ fn unescape(s: &str) -> String {
 pub fn hierarchy() -> Result<PathBuf, Error> {
     let info = fs::read_to_string("/proc/self/mountinfo").map_err(|e| {
         Error(format!(
-            "cannot read /proc/self/mountinfo ({e}) to find cgroup v2"
+            "cannot read /proc/self/mountinfo ({}) to find cgroup v2",
+            kleinrock_files::reason(&e)
         ))
     })?;
     hierarchy_in(&info).ok_or_else(|| {
@@ -104,8 +105,12 @@ pub fn check(path: &Path) -> Result<(), Error> {
 
 /// This process's cgroup v2, as a directory under `root`.
 pub fn current(root: &Path) -> Result<PathBuf, Error> {
-    let text = fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| Error(format!("cannot read /proc/self/cgroup: {e}")))?;
+    let text = fs::read_to_string("/proc/self/cgroup").map_err(|e| {
+        Error(format!(
+            "cannot read /proc/self/cgroup: {}",
+            kleinrock_files::reason(&e)
+        ))
+    })?;
     let rel = text
         .lines()
         .find_map(|l| l.strip_prefix("0::"))
@@ -133,8 +138,13 @@ impl Scratch {
         let root = hierarchy()?;
         let n = SCRATCH.fetch_add(1, Ordering::Relaxed);
         let path = root.join(format!("kleinrock-{tag}-{}-{n}", std::process::id()));
-        fs::create_dir(&path)
-            .map_err(|e| Error(format!("cannot create the cgroup {}: {e}", path.display())))?;
+        fs::create_dir(&path).map_err(|e| {
+            Error(format!(
+                "cannot create the cgroup {}: {}",
+                path.display(),
+                kleinrock_files::reason(&e)
+            ))
+        })?;
         Ok(Scratch { path, root })
     }
 
@@ -150,8 +160,9 @@ impl Scratch {
         let home = current(&self.root)?;
         enter(&self.path, 0).map_err(|e| {
             Error(format!(
-                "cannot move this process into {}: {e}",
-                self.path.display()
+                "cannot move this process into {}: {}",
+                self.path.display(),
+                kleinrock_files::reason(&e)
             ))
         })?;
         struct Back(PathBuf);

@@ -8,8 +8,9 @@
 //!
 //! Time is an input (`now`, nanoseconds) and randomness a seeded generator
 //! passed in; nothing here reads a clock, a file descriptor or the OS's
-//! randomness. The only I/O is [`mahimahi::Trace::load`], a thin helper
-//! that reads a file and hands its text to the parser. Queues are generic
+//! randomness, and no file is read: a mahimahi trace is parsed from its
+//! text, which the scenario reader of `kleinrock-sim` reads (a regular
+//! file, bounded, as every file a person wrote). Queues are generic
 //! over [`packet::Packet`] (and [`packet::HeldPacket`] for those that hold
 //! packets until dequeue), implemented by each engine's own packets and
 //! monomorphised, so that the simulator's per-packet path costs what it

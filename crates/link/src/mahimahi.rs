@@ -5,8 +5,11 @@
 //! the link may deliver one packet of up to 1500 bytes. Several lines may
 //! name the same millisecond (several packets then). The trace repeats with
 //! the period of its last timestamp, as mahimahi's `mm-link` replays it.
-
-use std::path::Path;
+//!
+//! Only the text is parsed here: a file is read by the scenario reader
+//! (`kleinrock_sim::scenario::units::read_text`: a regular file of at most
+//! 64 MiB, UTF-8, errors without OS internals), the one place Kleinrock
+//! reads a file a person wrote.
 
 use crate::time::{Time, MS};
 
@@ -96,34 +99,34 @@ impl Trace {
         })
     }
 
-    /// Reads and parses a trace file: the crate's one piece of I/O, a
-    /// convenience for callers that have a path rather than the text.
-    pub fn load(path: &Path) -> Result<Trace, LinkTraceError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            LinkTraceError(format!("cannot read link trace {}: {e}", path.display()))
-        })?;
-        Trace::parse(&text, &path.display().to_string())
-    }
-
+    /// Opportunity `idx`'s time, or `Time::MAX` (never) past what 64 bits
+    /// of nanoseconds hold: a trace whose period is centuries long reaches
+    /// that in its second period (found by fuzzing, issue 16).
     fn time(&self, idx: u64) -> Time {
         let n = self.opportunities.len() as u64;
-        (idx / n) * self.period + self.opportunities[(idx % n) as usize]
+        (idx / n)
+            .checked_mul(self.period)
+            .and_then(|t| t.checked_add(self.opportunities[(idx % n) as usize]))
+            .unwrap_or(Time::MAX)
     }
 
     /// The first opportunity at or after `t`, not before index `from`;
-    /// returns its index and time.
+    /// returns its index and time, the time `Time::MAX` (never) if it lies
+    /// beyond what 64 bits of nanoseconds hold.
     pub fn next(&self, from: u64, t: Time) -> (u64, Time) {
         let n = self.opportunities.len() as u64;
         let mut idx = from;
         if self.time(idx) < t {
             // Jump whole periods, then search within one.
             let loops = t / self.period;
-            let base = loops * n;
             let within = t - loops * self.period;
             let i = self.opportunities.partition_point(|&o| o < within) as u64;
-            idx = idx.max(base + i);
+            idx = idx.max(loops.saturating_mul(n).saturating_add(i));
         }
         while self.time(idx) < t {
+            if idx == u64::MAX {
+                return (idx, Time::MAX);
+            }
             idx += 1;
         }
         (idx, self.time(idx))
@@ -151,6 +154,21 @@ mod tests {
         assert_eq!(t.next(0, 4_000 * MS + 1), (4000, 4001 * MS));
         assert_eq!(t.next(0, 4_002 * MS), (4002, 4003 * MS));
         assert_eq!(t.mean_rate_bps(), 4 * 12_000 * 1000 / 4);
+    }
+
+    #[test]
+    fn opportunities_beyond_64_bits_of_nanoseconds_are_never() {
+        // A period of 584 years: its second period is past u64 ns, which
+        // overflowed (fuzz/regressions/mahimahi/).
+        let t = Trace::parse("12222222226222\n", "t").unwrap();
+        let period = 12_222_222_226_222 * MS;
+        assert_eq!(t.next(0, 0), (0, period));
+        assert_eq!(t.next(1, 0), (1, Time::MAX));
+        assert_eq!(t.next(0, period + 1), (1, Time::MAX));
+        assert_eq!(t.next(u64::MAX, 0), (u64::MAX, Time::MAX));
+        let short = Trace::parse("1\n3\n", "t").unwrap();
+        assert_eq!(short.next(0, Time::MAX).1, Time::MAX);
+        assert_eq!(short.next(u64::MAX - 1, 0).1, Time::MAX);
     }
 
     #[test]

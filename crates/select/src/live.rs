@@ -740,8 +740,13 @@ impl Tuner {
     /// of the other policy is refused without being read, so that it is
     /// not replaced by the next save.
     pub fn load(&mut self, path: &Path) -> Result<bool, LoadError> {
-        let refused =
-            |e: std::io::Error| LoadError::Refused(format!("cannot read {}: {e}", path.display()));
+        let refused = |e: std::io::Error| {
+            LoadError::Refused(format!(
+                "cannot read {}: {}",
+                path.display(),
+                kleinrock_files::reason(&e)
+            ))
+        };
         let theirs = persist::bpftune::is_bpftune_table(path).map_err(refused)?;
         let mismatch = match (&self.policy, theirs) {
             (Policy::Bpftune(_), Some(false)) => Some("Kleinrock's policy"),

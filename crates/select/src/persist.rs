@@ -403,7 +403,13 @@ pub(crate) fn load_with(
     limit: u64,
     restore: impl FnOnce(&str) -> Result<(), LoadError>,
 ) -> Result<bool, LoadError> {
-    let refused = |e: io::Error| LoadError::Refused(format!("cannot read {}: {e}", path.display()));
+    let refused = |e: io::Error| {
+        LoadError::Refused(format!(
+            "cannot read {}: {}",
+            path.display(),
+            kleinrock_files::reason(&e)
+        ))
+    };
     match kleinrock_files::kind(path) {
         Ok(kleinrock_files::Kind::Absent) => return Ok(false),
         Ok(_) => {}
@@ -452,8 +458,11 @@ pub(crate) fn sealed_body(text: &str) -> Result<&str, LoadError> {
     Ok(body)
 }
 
-/// Appends the `end` line (the count of lines and their checksum).
-pub(crate) fn seal(s: &mut String) {
+/// Appends the `end` line (the count of lines and their checksum) to a
+/// table's body: how [`to_text`] ends a table, and how a tool that edits
+/// or generates a table's text (the fuzz targets, crates/fuzz-targets)
+/// makes one whose content, not its checksum, is judged.
+pub fn seal(s: &mut String) {
     let lines = s.lines().count();
     let hash = fnv64(s.as_bytes());
     let _ = writeln!(s, "end {lines} {hash:016x}");

@@ -6,28 +6,11 @@
 use std::path::Path;
 
 use kleinrock_sim::scenario::{self, limits};
+use kleinrock_testkit::wording::unclear;
 
 /// A valid scenario each case changes.
 const BASE: &str =
     "duration = \"2s\"\n[link]\nrate = \"10Mbit\"\n[[flow]]\ncc = \"reno\"\nrtt = \"40ms\"\n";
-
-/// What no message may show: serde's and Rust's words for types and
-/// errors.
-const INTERNALS: &[&str] = &[
-    "invalid type",
-    "expected struct",
-    "i64",
-    "u32",
-    "i128",
-    "Section",
-    "Some(",
-    "Position",
-    "{ pos",
-    "os error",
-    "Utf8",
-    "expected a sequence",
-    "map,",
-];
 
 /// `text` parsed as s.toml: the error, checked to be one clean line.
 fn err(text: &str) -> String {
@@ -37,17 +20,10 @@ fn err(text: &str) -> String {
     }
 }
 
-/// `e`, after checking it is one line, without internals or raw control
-/// characters, and names s.toml.
+/// `e`, after checking it is one clear line (kleinrock_testkit::wording).
 fn clean(e: String) -> String {
-    assert_eq!(e.lines().count(), 1, "more than one line: {e}");
-    assert!(
-        !e.chars().any(|c| c.is_control()),
-        "a raw control character: {e:?}"
-    );
-    assert!(e.len() < 600, "too long ({} bytes): {e}", e.len());
-    for word in INTERNALS {
-        assert!(!e.contains(word), "shows `{word}`: {e}");
+    if let Some(why) = unclear(&e, "") {
+        panic!("{why}");
     }
     e
 }

@@ -18,9 +18,14 @@
 //! hypervisor left the CPU alone; [`timing`] records whether a run was
 //! judged (`KLEINROCK_TIMING_LOG`), so the suite can say how many were
 //! not, and fail when none was (docs/TESTING.md).
+//!
+//! [`wording`] says what a message for a person must be, for the
+//! hostile-input tests and the fuzz targets alike.
 
 use std::fmt;
 use std::io::Write;
+
+pub mod wording;
 use std::path::Path;
 
 /// The variable naming the capabilities that must be present.

@@ -167,8 +167,12 @@ fn because(why: &str) -> String {
 /// names the file in errors ("scenario", "workload", "link trace").
 pub fn read_text(path: &Path, what: &str, max_bytes: u64) -> Result<String, ScenarioError> {
     let name = wording::name(&path.display().to_string());
-    let cannot =
-        |e: std::io::Error| ScenarioError(format!("cannot read {what} {name}: {}", io_reason(&e)));
+    let cannot = |e: std::io::Error| {
+        ScenarioError(format!(
+            "cannot read {what} {name}: {}",
+            kleinrock_files::reason(&e)
+        ))
+    };
     let meta = std::fs::metadata(path).map_err(cannot)?;
     if !meta.is_file() {
         return Err(ScenarioError(format!(
@@ -204,15 +208,6 @@ pub fn read_text(path: &Path, what: &str, max_bytes: u64) -> Result<String, Scen
             "{name} line {line}: byte {column} of the line is not UTF-8 text; save the {what} as UTF-8"
         ))
     })
-}
-
-/// An I/O error's reason, without the OS error number Rust appends.
-pub fn io_reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 /// A TOML text being read: errors name its file and the line of the bad

@@ -1,0 +1,3 @@
+//! libFuzzer target `hook_trace`: crates/fuzz-targets says what it checks.
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| kleinrock_fuzz_targets::hook_trace(data));
