@@ -535,6 +535,17 @@ fn pick32(raw: u64, lo: u32, hi: u32) -> u32 {
 
 /// A span of microseconds: none, a few ms, up to a 5 s RTO, or one where
 /// a u32 µs clock wraps.
+/// The most segments an ACK of [`Domain::Kernel`] covers per microsecond
+/// since the previous event: 200, 2.4 Tbit/s of 1500-byte packets, beyond
+/// any link, and below the 256 a microsecond BBR's bandwidth (segments per
+/// µs in 8.24 fixed point, a u32) can hold at all.
+const MAX_SEGMENTS_PER_US: u64 = 200;
+
+/// The longest RTT sample of [`Domain::Kernel`]: 2 s, a geostationary hop
+/// several times over. With [`MAX_SEGMENTS_PER_US`] a bandwidth-delay
+/// product of at most 4 * 10^8 segments, below the domain's 2^31.
+const MAX_KERNEL_RTT_US: i32 = 2_000_000;
+
 fn pick_dt(raw: u64) -> u64 {
     match raw & 3 {
         0 => 0,
@@ -631,15 +642,24 @@ impl Event {
         let kernel = domain == Domain::Kernel;
         match kind % 22 {
             0..=11 => {
+                let dt_us = pick_dt(raw[2]);
+                // The kernel's paths are physical: an ACK covers at most
+                // MAX_SEGMENTS_PER_US of its interval, and an RTT sample is
+                // at most MAX_KERNEL_RTT_US, so that no bandwidth-delay
+                // product reaches the 2^31 segments the domain's windows
+                // stay below (beyond it BBR's u32 BDP wraps, in the kernel
+                // as here, to any window, 0 included).
                 let acked = if kernel {
-                    pick32(raw[0], 1, 1 << 20)
+                    let most = dt_us.saturating_mul(MAX_SEGMENTS_PER_US).clamp(1, 1 << 20);
+                    pick32(raw[0], 1, most as u32)
                 } else {
                     pick32(raw[0], 0, u32::MAX)
                 };
                 let rtt_us = match raw[1] & 3 {
                     0 => -1,
+                    1 if kernel => one_of(raw[1] >> 2, &[0, 1, 2, 125, MAX_KERNEL_RTT_US]),
                     1 => one_of(raw[1] >> 2, &[0, 1, 2, 125, i32::MAX]),
-                    _ => pick(raw[1] >> 2, 1, 2_000_000, &[]) as i32,
+                    _ => pick(raw[1] >> 2, 1, MAX_KERNEL_RTT_US as u64, &[]) as i32,
                 };
                 let losses = match (raw[3] >> 2) & 3 {
                     0 => 0,
@@ -650,7 +670,7 @@ impl Event {
                 Event::Ack(Ack {
                     acked,
                     rtt_us,
-                    dt_us: pick_dt(raw[2]),
+                    dt_us,
                     // One ACK in six echoes ECE.
                     ece: kind % 22 >= 10,
                     cwnd_limited: raw[3] & 1 != 0,

@@ -10,7 +10,10 @@
 //!    panic is a port's bug.
 //! 2. **The kernel's guarantees, from the kernel's states.** From states
 //!    the kernel can be in (`Domain::Kernel`: 1 <= cwnd <= clamp, cwnd below
-//!    2^31, ssthresh at least 1, SACKed and lost segments within those out),
+//!    2^31, ssthresh at least 1, SACKed and lost segments within those out;
+//!    physical paths, ACKs of at most 200 segments a microsecond and RTT
+//!    samples of at most 2 s, so that no bandwidth-delay product reaches
+//!    2^31 segments, past which BBR's u32 BDP wraps in the kernel too),
 //!    after every hook:
 //!    - cwnd stays at least 1, and within the clamp if it was (the core may
 //!      leave it above: an undo or the end of a recovery does not clamp).
