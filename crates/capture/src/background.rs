@@ -8,7 +8,9 @@
 //! outcome says how many were.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::writer::Writer;
@@ -37,7 +39,9 @@ pub struct Outcome {
 pub struct Background {
     frames: SyncSender<Frame>,
     free: Receiver<Vec<u8>>,
-    dropped: u64,
+    /// Shared with the writer, which records it in a pcapng file's
+    /// statistics once the caller is done.
+    dropped: Arc<AtomicU64>,
     thread: Option<JoinHandle<io::Result<u64>>>,
 }
 
@@ -52,13 +56,15 @@ impl Background {
                 .send(Vec::with_capacity(frame_bytes))
                 .expect("the pool's receiver is here");
         }
+        let dropped = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&dropped);
         let thread = std::thread::Builder::new()
             .name("kr-capture".into())
-            .spawn(move || write_all(writer, incoming, give_back))?;
+            .spawn(move || write_all(writer, incoming, give_back, &counted))?;
         Ok(Background {
             frames,
             free,
-            dropped: 0,
+            dropped,
             thread: Some(thread),
         })
     }
@@ -77,7 +83,7 @@ impl Background {
         let mut data = match self.free.try_recv() {
             Ok(buf) => buf,
             Err(TryRecvError::Empty | TryRecvError::Disconnected) => {
-                self.dropped += 1;
+                self.dropped.fetch_add(1, Ordering::Relaxed);
                 return false;
             }
         };
@@ -94,38 +100,42 @@ impl Background {
         // buffer in hand always has room; a writer that is gone (its file
         // failed) takes nothing more.
         if self.frames.try_send(frame).is_err() {
-            self.dropped += 1;
+            self.dropped.fetch_add(1, Ordering::Relaxed);
             return false;
         }
         true
     }
 
-    /// Frames dropped so far on this side.
+    /// Frames dropped so far.
     pub fn dropped(&self) -> u64 {
-        self.dropped
+        self.dropped.load(Ordering::Relaxed)
     }
 
     /// Waits for the writer to write what it was given and close the file
     /// (pcapng records the drops in it).
     pub fn finish(mut self) -> io::Result<Outcome> {
-        let dropped = self.dropped;
+        let dropped = Arc::clone(&self.dropped);
         let thread = self.thread.take().expect("finished once");
         drop(self);
         let written = thread
             .join()
             .map_err(|_| io::Error::other("the capture's writer thread panicked"))??;
-        Ok(Outcome { written, dropped })
+        Ok(Outcome {
+            written,
+            dropped: dropped.load(Ordering::Relaxed),
+        })
     }
 }
 
 /// The writer thread: every frame into the file, each buffer back into
-/// the pool. Ends when the caller's end is dropped; returns the frames
-/// written, or the first error (after which it only drains the queue, so
-/// that the caller never waits).
+/// the pool. Ends when the caller's end is dropped (its count of drops is
+/// then final); returns the frames written, or the first error (after
+/// which it only drains the queue, so that the caller never waits).
 fn write_all(
     mut writer: Writer,
     incoming: Receiver<Frame>,
     give_back: SyncSender<Vec<u8>>,
+    dropped: &AtomicU64,
 ) -> io::Result<u64> {
     let mut written = 0;
     let mut failed = None;
@@ -142,9 +152,7 @@ fn write_all(
     if let Some(e) = failed {
         return Err(e);
     }
-    // The caller's drops are known only to it; pcapng's statistics count
-    // those this side saw (none: it writes everything it is given).
-    writer.finish(0)?;
+    writer.finish(dropped.load(Ordering::Relaxed))?;
     Ok(written)
 }
 
