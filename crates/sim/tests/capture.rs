@@ -8,10 +8,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use kleinrock_sim::{scenario, Results, Sim};
-use kleinrock_testkit::{installed, require};
+use kleinrock_testkit::{installed, require, tshark};
 
 struct Dir(PathBuf);
 
@@ -39,36 +38,6 @@ fn run(text: &str, dir: &Path) -> (Results, PathBuf) {
     cfg.capture_file = Some(file.clone());
     let r = Sim::new(cfg).unwrap().run(&mut |_| {}).unwrap();
     (r, file)
-}
-
-/// tshark's fields of every frame matching `filter`, one row per frame.
-fn tshark(file: &Path, filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
-    let mut cmd = Command::new("tshark");
-    cmd.arg("-n").arg("-r").arg(file).args(["-Y", filter]);
-    cmd.args([
-        "-T",
-        "fields",
-        "-E",
-        "separator=/t",
-        "-E",
-        "occurrence=a",
-        "-E",
-        "aggregator=,",
-    ]);
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
-    let out = cmd.output().expect("tshark runs");
-    assert!(
-        out.status.success(),
-        "tshark failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.split('\t').map(str::to_string).collect())
-        .collect()
 }
 
 /// Frames matching `filter`.
