@@ -141,7 +141,6 @@ impl Capture {
     }
 
     /// A packet offered to `link` at `now` (its sender's end).
-    #[inline(never)]
     pub fn entering(&mut self, now: Time, link: usize, p: &Packet) {
         if self.spec.sees(link) && self.spec.at_entry(link) {
             self.write(now, link, p);
@@ -150,7 +149,6 @@ impl Capture {
 
     /// A packet that reached its receiver at `now` (the far end of its
     /// link and pipe).
-    #[inline(never)]
     pub fn arriving(&mut self, now: Time, p: &Packet) {
         let link = self.link(p);
         if self.spec.sees(link) && !self.spec.at_entry(link) {

@@ -176,7 +176,7 @@ impl Net {
     #[inline(always)]
     fn put_on_link(&mut self, now: Time, link: usize, p: &mut Packet) {
         if let Some(c) = &mut self.capture {
-            c.entering(now, link, p);
+            entering(c, now, link, p);
         }
         match self.links[link].arrive(now, p, &mut self.rng) {
             Arrival::Departs(done) => self.propagate(done, p),
@@ -574,7 +574,7 @@ impl Sim {
     #[inline(always)]
     fn deliver(&mut self, p: Packet) {
         if let Some(c) = &mut self.net.capture {
-            c.arriving(self.now, &p);
+            arriving(c, self.now, p);
         }
         let f = p.flow as usize;
         match p.kind {
@@ -767,6 +767,22 @@ impl Sim {
         self.results.events = self.events_processed;
         Ok(self.results)
     }
+}
+
+/// The capture's calls, out of the packet's way: a packet passed by value
+/// on the cold path only, so that a run without a capture keeps its
+/// packets in registers (taking `&p` on the hot path cost 1% of the
+/// instructions of the ns-3 cases).
+#[cold]
+#[inline(never)]
+fn arriving(c: &mut Capture, now: Time, p: Packet) {
+    c.arriving(now, &p);
+}
+
+#[cold]
+#[inline(never)]
+fn entering(c: &mut Capture, now: Time, link: usize, p: &Packet) {
+    c.entering(now, link, p);
 }
 
 fn ca_state_name(s: CaState) -> &'static str {
