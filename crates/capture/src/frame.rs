@@ -170,9 +170,17 @@ fn transport_header(
             let (options, n) = tcp_options(&t)?;
             h.set_options(&options[..n])
                 .map_err(|e| TooLong(format!("TCP options: {e}")))?;
-            h.checksum = h
-                .calc_checksum_ipv4_raw(src, dst, payload)
+            if payload.len() > u16::MAX as usize - h.header_len() {
+                return Err(too_long("a TCP header"));
+            }
+            // The payload is zeros, which add nothing to a ones'-complement
+            // sum: the header's sum, with the pseudo-header's length
+            // raised by the payload's (summing 1448 zeros was a third of
+            // a frame's cost).
+            let header_only = h
+                .calc_checksum_ipv4_raw(src, dst, &[])
                 .map_err(|_| too_long("a TCP header"))?;
+            h.checksum = add_to_sum(header_only, payload.len() as u16);
             (IpNumber::TCP, put(&h.to_bytes()))
         }
         Transport::Udp { src_port, dst_port } => {
@@ -191,6 +199,16 @@ fn transport_header(
         }
     };
     Ok((protocol, out, len))
+}
+
+/// The checksum `checksum` (a ones' complement of a sum) of a sum that
+/// grows by `n`.
+fn add_to_sum(checksum: u16, n: u16) -> u16 {
+    let mut sum = u32::from(!checksum) + u32::from(n);
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
 }
 
 /// An IPv4 header carrying only the addresses, for UDP's pseudo-header.
@@ -323,6 +341,31 @@ mod tests {
         assert_eq!(ip.header().header_checksum(), {
             ip.header().to_header().calc_header_checksum()
         });
+    }
+
+    #[test]
+    fn the_checksum_without_summing_zeros_is_etherparses_over_them() {
+        let mut b = Builder::default();
+        for payload in [0, 1, 2, 3, 536, 1448, 9000, 65_000] {
+            for seq in [0, 1, 0xffff, 0x1234_5678, u32::MAX] {
+                let blocks = [(seq, seq.wrapping_add(1448))];
+                let mut p = segment(&blocks);
+                p.payload = payload;
+                if let Transport::Tcp(t) = &mut p.transport {
+                    t.seq = seq;
+                }
+                let (frame, _) = b.build(&p, usize::MAX).unwrap();
+                let s = SlicedPacket::from_ethernet(frame).unwrap();
+                let Some(TransportSlice::Tcp(tcp)) = &s.transport else {
+                    panic!("not TCP")
+                };
+                let h = tcp.to_header();
+                let full = h
+                    .calc_checksum_ipv4_raw(RIGHT.ip, LEFT.ip, &ZEROS[..payload as usize])
+                    .unwrap();
+                assert_eq!(h.checksum, full, "payload {payload}, seq {seq}");
+            }
+        }
     }
 
     #[test]
