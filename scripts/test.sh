@@ -39,9 +39,11 @@ command -v cc >/dev/null || missing+=(build-essential)
 command -v cargo >/dev/null || missing+=(cargo rustc)
 command -v python3 >/dev/null || missing+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
-# The BPF ports (crates/kernel): clang compiles them, libbpf-sys builds
-# libbpf against libelf and zlib found through pkg-config; bpftool inspects
-# what is loaded and iperf3 drives traffic through it in the root-only test.
+# The BPF ports (crates/kernel): their objects are kept compiled, and clang
+# (the one that compiled them) checks that they reproduce; libbpf-sys
+# builds libbpf against libelf and zlib found through pkg-config; bpftool
+# inspects what is loaded and iperf3 drives traffic through it in the
+# root-only test.
 command -v clang >/dev/null || missing+=(clang)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 if ! command -v pkg-config >/dev/null || ! pkg-config --exists libelf; then missing+=(libelf-dev); fi
