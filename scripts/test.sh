@@ -3,7 +3,8 @@
 # is missing (a C linker, the Rust toolchain, rustfmt and clippy, Python's
 # venv and, in target/flent-venv, flent 2.3 from PyPI; clang, libelf, zlib,
 # pkg-config, bpftool, iperf3, iproute2 and iptables for the BPF ports;
-# iproute2, iptables and ping for the live lab), then checks
+# iproute2, iptables and ping for the live lab; tshark, which reads both
+# engines' packet captures), then checks
 # formatting, lints with warnings as errors, and runs every test.
 #
 # A test that needs what this machine lacks skips (kleinrock-testkit), and
@@ -26,6 +27,10 @@ as_root() {
 apt_install() {
     echo "test.sh: installing $* with apt-get" >&2
     as_root apt-get update -qq
+    # wireshark-common asks whether non-root users may capture; tshark here
+    # only reads files, so the answer is no, given before it is asked.
+    echo "wireshark-common wireshark-common/install-setuid boolean false" |
+        as_root debconf-set-selections 2>/dev/null || true
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
 }
 
@@ -34,9 +39,11 @@ command -v cc >/dev/null || missing+=(build-essential)
 command -v cargo >/dev/null || missing+=(cargo rustc)
 command -v python3 >/dev/null || missing+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
-# The BPF ports (crates/kernel): clang compiles them, libbpf-sys builds
-# libbpf against libelf and zlib found through pkg-config; bpftool inspects
-# what is loaded and iperf3 drives traffic through it in the root-only test.
+# The BPF ports (crates/kernel): their objects are kept compiled, and clang
+# (the one that compiled them) checks that they reproduce; libbpf-sys
+# builds libbpf against libelf and zlib found through pkg-config; bpftool
+# inspects what is loaded and iperf3 drives traffic through it in the
+# root-only test.
 command -v clang >/dev/null || missing+=(clang)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 if ! command -v pkg-config >/dev/null || ! pkg-config --exists libelf; then missing+=(libelf-dev); fi
@@ -52,6 +59,10 @@ command -v iptables >/dev/null || [ -x /usr/sbin/iptables ] || missing+=(iptable
 # The live lab (crates/lab) needs the same ip, tc and iptables(-restore);
 # its tests measure it with ping.
 command -v ping >/dev/null || missing+=(iputils-ping)
+# tshark reads the simulator's and the lab's captures and checks its TCP
+# analysis against our counters (crates/sim/tests/capture.rs,
+# crates/cli/tests/capture.rs).
+command -v tshark >/dev/null || missing+=(tshark)
 if [ ${#missing[@]} -gt 0 ]; then
     apt_install "${missing[@]}"
 fi
@@ -81,7 +92,7 @@ export KLEINROCK_FLENT="$PWD/$venv/bin/flent"
 if [ "$(id -u)" = 0 ] && [ "$(uname -s)" = Linux ]; then
     export KLEINROCK_REQUIRE=all
 else
-    export KLEINROCK_REQUIRE=bpf,flent,iperf3,bpftool,ip,tc,iptables
+    export KLEINROCK_REQUIRE=bpf,flent,iperf3,bpftool,ip,tc,iptables,tshark
 fi
 export KLEINROCK_SKIP_LOG="$PWD/target/test-skips.tsv"
 export KLEINROCK_TIMING_LOG="$PWD/target/test-timing.tsv"

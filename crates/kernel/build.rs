@@ -1,22 +1,27 @@
-//! Compiles the BPF programs in src/bpf (every `*.bpf.c`) into objects, when
-//! the `bpf` feature is on and clang is installed, and lists them in
-//! `$OUT_DIR/objects.rs` for load.rs to embed. A port is found by its
-//! algorithm's name, so adding one is adding its file. Without clang the
-//! crate still builds (cfg `kleinrock_no_clang`) and `load` says how to get
-//! it, unless `KLEINROCK_REQUIRE` requires `bpf` (as scripts/test.sh does,
-//! docs/TESTING.md): then the build fails, since every kernel test would
-//! otherwise pass by skipping.
+//! Lists the BPF programs in `$OUT_DIR/objects.rs` for load.rs to embed,
+//! when the `bpf` feature is on. A port is found by its algorithm's name,
+//! so adding one is adding its file.
 //!
-//! Cargo re-runs this script when clang appears or changes: it watches the
-//! clang it found, or, when it found none, the directories of the PATH
-//! (installing clang adds an entry to one of them), so that a target/
-//! first built without clang does not keep its no-BPF build once clang is
-//! installed.
+//! The objects are compiled ahead and kept in crates/kernel/bpf/ with a
+//! MANIFEST naming the sources they came from (scripts/bpf-objects.sh
+//! writes both), so that a build needs no clang: when src/bpf is what the
+//! MANIFEST says, the kept objects are embedded (each checked against its
+//! hash). When it is not (a program was changed and the script not run
+//! yet), the programs are compiled here with clang, with a warning; without
+//! clang the build fails, saying so. Where `KLEINROCK_REQUIRE` requires
+//! `bpf` (scripts/test.sh, CI) objects older than their sources fail the
+//! build: what is tested must be what is committed (docs/TESTING.md).
+
+#[cfg(feature = "bpf")]
+#[allow(dead_code)]
+#[path = "bpf/manifest.rs"]
+mod manifest;
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(kleinrock_no_clang)");
     println!("cargo::rerun-if-changed=src/bpf");
+    println!("cargo::rerun-if-changed=bpf");
     println!("cargo::rerun-if-env-changed=CLANG");
+    println!("cargo::rerun-if-env-changed=KLEINROCK_REQUIRE");
     #[cfg(feature = "bpf")]
     bpf::build();
 }
@@ -24,28 +29,40 @@ fn main() {
 #[cfg(feature = "bpf")]
 mod bpf {
     use std::env;
-    use std::ffi::OsString;
     use std::fs;
     use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use super::manifest::{self, Manifest};
 
     pub fn build() {
-        let clang = match find_clang() {
-            Ok(clang) => clang,
-            Err(why) => return without_clang(&why),
-        };
-        println!("cargo::rerun-if-changed={}", clang.display());
         let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-        let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-        let include = manifest.join("src/bpf");
+        let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+        let (src, kept) = (root.join("src/bpf"), root.join("bpf"));
+        // libbpf's headers (bpf_helpers.h...), as libbpf-sys installed them,
+        // for a program compiled here and for scripts/bpf-objects.sh.
+        let include =
+            PathBuf::from(env::var_os("DEP_BPF_INCLUDE").expect("libbpf-sys names its headers"));
+        println!(
+            "cargo::rustc-env=KLEINROCK_LIBBPF_INCLUDE={}",
+            include.display()
+        );
+        // No MANIFEST (a checkout without the objects) is a stale one.
+        let m = Manifest::read(&kept.join(manifest::FILE)).ok();
+        let programs = manifest::programs(&src);
+        let objects: Vec<(String, PathBuf)> = match m {
+            Some(m) if m.sources == manifest::sources_hash(&src) => programs
+                .iter()
+                .map(|name| (name.clone(), kept_object(&kept, &m, name)))
+                .collect(),
+            _ => stale(&src, &include, &out, &programs),
+        };
         let mut list = String::from(
             "/// Every BPF program of src/bpf: its name (the file's, less `.bpf.c`)\n\
              /// and its compiled object.\n\
              pub const OBJECTS: &[(&str, &[u8])] = &[\n",
         );
-        for name in programs(&include) {
-            let src = include.join(format!("{name}.bpf.c"));
-            let obj = out.join(format!("{name}.bpf.o"));
-            build_one(&clang, &include, &src, &obj);
+        for (name, obj) in objects {
             list.push_str(&format!("    ({name:?}, include_bytes!({obj:?})),\n"));
         }
         list.push_str("];\n");
@@ -55,52 +72,33 @@ mod bpf {
         }
     }
 
-    /// The programs: every src/bpf/<name>.bpf.c, by name, sorted.
-    fn programs(dir: &Path) -> Vec<String> {
-        let entries = match fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) => panic!("reading {}: {e}", dir.display()),
-        };
-        let mut names: Vec<String> = entries
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter_map(|f| f.strip_suffix(".bpf.c").map(str::to_string))
-            .collect();
-        names.sort();
-        names
+    /// The kept object of `name`, checked against the MANIFEST's hash.
+    fn kept_object(kept: &Path, m: &Manifest, name: &str) -> PathBuf {
+        let obj = kept.join(format!("{name}.bpf.o"));
+        let bytes = fs::read(&obj).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; run scripts/bpf-objects.sh to compile the BPF objects",
+                obj.display()
+            )
+        });
+        let want = m.objects.iter().find(|(n, _)| n == name).map(|(_, h)| h);
+        if want != Some(&manifest::sha256_hex(&bytes)) {
+            panic!(
+                "{} is not the object its MANIFEST lists; run scripts/bpf-objects.sh to compile the BPF objects again",
+                obj.display()
+            );
+        }
+        obj
     }
 
-    /// The clang to use: $CLANG, else `clang` on the PATH; or why there is
-    /// none. Without one, watches the PATH's directories for it to appear.
-    fn find_clang() -> Result<PathBuf, String> {
-        if let Some(c) = env::var_os("CLANG") {
-            let c = PathBuf::from(c);
-            if c.is_file() {
-                return Ok(c);
-            }
-            return Err(format!("$CLANG ({}) is not a file", c.display()));
-        }
-        let dirs: Vec<PathBuf> = env::var_os("PATH")
-            .map(|paths| env::split_paths(&paths).collect())
-            .unwrap_or_default();
-        if let Some(found) = dirs.iter().map(|d| d.join("clang")).find(|p| p.is_file()) {
-            return Ok(found);
-        }
-        println!("cargo::rerun-if-env-changed=PATH");
-        // A directory's modification time changes when an entry is added;
-        // only existing ones, since cargo re-runs for a missing path on
-        // every build.
-        for dir in dirs.iter().filter(|d| d.is_dir()) {
-            println!("cargo::rerun-if-changed={}", dir.display());
-        }
-        Err("clang is not on the PATH".into())
-    }
-
-    /// Builds the crate without BPF programs, or fails the build when
-    /// `KLEINROCK_REQUIRE` requires them.
-    fn without_clang(why: &str) {
-        println!("cargo::rerun-if-env-changed=KLEINROCK_REQUIRE");
-        // kleinrock-testkit's rule, which a build script cannot depend on
-        // (it is a development crate): `all`, or `bpf` in a comma list.
+    /// src/bpf changed since the kept objects were compiled: compiled here,
+    /// unless CI requires the kept ones to be current.
+    fn stale(
+        src: &Path,
+        include: &Path,
+        out: &Path,
+        programs: &[String],
+    ) -> Vec<(String, PathBuf)> {
         let required = env::var("KLEINROCK_REQUIRE").is_ok_and(|l| {
             l.split(',')
                 .map(str::trim)
@@ -108,34 +106,41 @@ mod bpf {
         });
         if required {
             panic!(
-                "{why}, so kleinrock-kernel cannot build its BPF programs, and KLEINROCK_REQUIRE \
-                 requires them (bpf); install clang (apt-get install clang) or point $CLANG at it"
+                "the BPF objects in crates/kernel/bpf are older than crates/kernel/src/bpf (their MANIFEST lists other sources), and KLEINROCK_REQUIRE requires them current; run scripts/bpf-objects.sh and commit what it writes"
             );
         }
-        println!("cargo::rustc-cfg=kleinrock_no_clang");
+        let Some(clang) = find_clang() else {
+            panic!(
+                "crates/kernel/src/bpf has changed since the BPF objects in crates/kernel/bpf were compiled, and clang is not installed to compile them again; install clang (apt-get install clang) and run scripts/bpf-objects.sh"
+            );
+        };
         println!(
-            "cargo::warning={why}: kleinrock-kernel is built without its BPF programs \
-             (install clang and rebuild to load algorithms into the kernel)"
+            "cargo::warning=crates/kernel/src/bpf has changed since the kept BPF objects were compiled: compiled them here; run scripts/bpf-objects.sh and commit them"
         );
+        programs
+            .iter()
+            .map(|name| {
+                let obj = out.join(format!("{name}.bpf.o"));
+                let status = Command::new(&clang)
+                    .current_dir(src)
+                    .args(manifest::clang_args(src, include, name, &obj))
+                    .status()
+                    .unwrap_or_else(|e| panic!("running {}: {e}", clang.display()));
+                if !status.success() {
+                    panic!("clang could not compile {name}.bpf.c (above)");
+                }
+                (name.clone(), obj)
+            })
+            .collect()
     }
 
-    fn build_one(clang: &Path, include: &Path, src: &Path, obj: &Path) {
-        let result = libbpf_cargo::SkeletonBuilder::new()
-            .source(src)
-            .obj(obj)
-            .clang(clang)
-            .clang_args([
-                OsString::from("-I"),
-                include.as_os_str().to_owned(),
-                "-Wall".into(),
-                "-Werror".into(),
-                // Signed overflow wraps, as in the kernel's own build (CDG's
-                // gradient sums are s32 arithmetic ported from it).
-                "-fno-strict-overflow".into(),
-            ])
-            .build();
-        if let Err(e) = result {
-            panic!("building {}: {e:#}", src.display());
+    /// $CLANG, else `clang` on the PATH.
+    fn find_clang() -> Option<PathBuf> {
+        if let Some(c) = env::var_os("CLANG") {
+            return Some(PathBuf::from(c)).filter(|c| c.is_file());
         }
+        env::split_paths(&env::var_os("PATH")?)
+            .map(|d| d.join("clang"))
+            .find(|p| p.is_file())
     }
 }

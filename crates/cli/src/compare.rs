@@ -135,6 +135,13 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         &jobs,
         "compare runs the scenario once per algorithm, seed and swept value: trace one run with `kleinrock sim`, or remove `trace` from the scenario",
     )?;
+    if jobs.iter().any(|j| j.cfg.capture.is_some()) {
+        return Err(Failure(format!(
+            "{}: compare writes no packet captures (it runs the scenario once per algorithm, seed and swept value); capture one run with `kleinrock sim {} --out DIR`, or remove [capture] from the scenario",
+            a.scenario.display(),
+            a.scenario.display()
+        )));
+    }
     // The lab's runs planned before anything runs: a key it cannot honour
     // is refused now.
     let mut lab_plans = Vec::new();

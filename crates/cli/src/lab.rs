@@ -34,12 +34,19 @@ pub struct Args {
     /// No progress line, and no list of what runs each algorithm.
     #[arg(long)]
     quiet: bool,
+    /// Capture the packets at one end of the bottleneck, from the delay
+    /// line, in each run's results directory, as `kleinrock sim --pcap`
+    /// does (docs/LAB.md, "Packet captures"). Needs --out.
+    #[arg(long, value_name = "END[,KEY=VALUE...]")]
+    pcap: Option<String>,
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
     let (jobs, from) = {
         let _reading = Phase::start("reading scenarios", a.quiet);
-        sim::runs(&a.scenarios, &a.seeds, a.out.as_deref())?
+        let (mut jobs, from) = sim::runs(&a.scenarios, &a.seeds, a.out.as_deref())?;
+        sim::captures(&mut jobs, a.pcap.as_deref(), a.out.as_deref())?;
+        (jobs, from)
     };
     let mut plans = Vec::new();
     for (job, path) in jobs.iter().zip(&from) {
@@ -52,6 +59,7 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     }
     if let Some(out) = &a.out {
         sim::claim_out(out)?;
+        sim::prepare_captures(&jobs, out)?;
     }
     signals::catch();
     for (job, plan) in jobs.iter().zip(&plans) {

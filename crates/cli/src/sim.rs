@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use kleinrock_capture::spec::FILE_NAMES;
 use kleinrock_report::{layout, plan};
+use kleinrock_sim::scenario::capture::parse_option;
 use kleinrock_sim::Results;
 
 use crate::outputs;
@@ -32,10 +34,83 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Capture the packets at one end of the bottleneck, in each run's
+    /// results directory (capture.pcap, or capture.pcapng): `left` or
+    /// `right`, then any of `,direction=up|down|both`, `,snaplen=BYTES`,
+    /// `,format=pcap|pcapng`, as a scenario's [capture] table says them
+    /// (docs/SCENARIOS.md, "Packet captures"), which this replaces. Needs
+    /// --out.
+    #[arg(long, value_name = "END[,KEY=VALUE...]")]
+    pcap: Option<String>,
 }
 
 fn jobs(a: &Args) -> Result<Vec<Job>, Failure> {
-    Ok(runs(&a.scenarios, &a.seeds, a.out.as_deref())?.0)
+    let mut jobs = runs(&a.scenarios, &a.seeds, a.out.as_deref())?.0;
+    captures(&mut jobs, a.pcap.as_deref(), a.out.as_deref())?;
+    Ok(jobs)
+}
+
+/// Where each run's capture goes: `--pcap` (the capture of every run) or
+/// the scenario's `[capture]`, into the run's results directory under
+/// `out`, which a capture needs. Shared with `kleinrock lab`.
+pub(crate) fn captures(
+    jobs: &mut [Job],
+    pcap: Option<&str>,
+    out: Option<&Path>,
+) -> Result<(), Failure> {
+    if let Some(text) = pcap {
+        let spec = parse_option(text).map_err(|e| Failure(e.0))?;
+        for j in jobs.iter_mut() {
+            j.cfg.capture = Some(spec);
+        }
+    }
+    for j in jobs.iter_mut() {
+        let Some(spec) = j.cfg.capture else {
+            continue;
+        };
+        let Some(out) = out else {
+            let asked = if pcap.is_some() {
+                "--pcap"
+            } else {
+                "its [capture] table"
+            };
+            return Err(Failure(format!(
+                "{}: {asked} asks for a packet capture, which is written into the run's results directory; give --out DIR",
+                j.name
+            )));
+        };
+        j.cfg.capture_file = Some(out.join(&j.name).join(spec.file_name()));
+    }
+    Ok(())
+}
+
+/// Before the runs, once `out` is claimed: each capturing run's directory
+/// made (the capture is written while it runs), and in every run's
+/// directory the capture of an earlier run that this one does not
+/// replace removed, so that no directory holds a capture of other
+/// results.
+pub(crate) fn prepare_captures(jobs: &[Job], out: &Path) -> Result<(), Failure> {
+    for j in jobs {
+        let dir = out.join(&j.name);
+        let fail = |e: std::io::Error| {
+            Failure(format!(
+                "cannot prepare {} for the run's capture: {}; choose a writable --out directory",
+                dir.display(),
+                kleinrock_files::reason(&e)
+            ))
+        };
+        let keep = j.cfg.capture.map(|c| c.file_name());
+        if keep.is_some() {
+            std::fs::create_dir_all(&dir).map_err(fail)?;
+        }
+        for name in FILE_NAMES.iter().filter(|&&n| Some(n) != keep) {
+            let stale = dir.join(name);
+            if kleinrock_files::kind(&stale).map_err(fail)? == kleinrock_files::Kind::File {
+                std::fs::remove_file(&stale).map_err(fail)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The runs of `scenarios` (each with each of `seeds`, or its own seed),
@@ -101,6 +176,7 @@ fn check_outputs(a: &Args, jobs: &[Job]) -> Result<(), Failure> {
     )?;
     if let Some(out) = &a.out {
         claim_out(out)?;
+        prepare_captures(jobs, out)?;
     }
     Ok(())
 }

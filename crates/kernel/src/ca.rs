@@ -71,10 +71,10 @@ impl Layout {
     }
 }
 
-#[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
+#[cfg(feature = "bpf")]
 pub use from_btf::{layout_of_struct, layout_of_var};
 
-#[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
+#[cfg(feature = "bpf")]
 mod from_btf {
     use super::{Layout, Member};
     use crate::Error;

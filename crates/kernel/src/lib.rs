@@ -4,8 +4,9 @@
 //!
 //! - [`plan`](mod@plan): which spec becomes which program, parameters and name.
 //! - [`pins`]: the bpffs layout, `list` and `unload`; needs no libbpf.
-//! - [`load()`]: opens, parameterises, loads and pins a port (feature `bpf`,
-//!   and clang at build time).
+//! - [`load()`]: opens, parameterises, loads and pins a port (feature `bpf`;
+//!   the programs are compiled ahead, crates/kernel/bpf, so no clang is
+//!   needed to build).
 //! - [`tune`]: the sockops program and daemon of `kleinrock tune`.
 //!
 //! The BPF sources are in `src/bpf` (GPL-2.0); docs/KERNEL.md is the guide.
@@ -19,7 +20,7 @@ pub mod record;
 pub mod trace;
 pub mod tune;
 
-#[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
+#[cfg(feature = "bpf")]
 mod load;
 
 pub use plan::{plan, Plan, Port};
@@ -56,13 +57,13 @@ pub fn load(plan: &Plan) -> Result<Loaded, Error> {
     load_checked(plan)
 }
 
-#[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
+#[cfg(feature = "bpf")]
 fn load_checked(plan: &Plan) -> Result<Loaded, Error> {
     load::check_struct_ops(std::path::Path::new(load::VMLINUX_BTF))?;
     load::load(plan)
 }
 
-#[cfg(not(all(feature = "bpf", not(kleinrock_no_clang))))]
+#[cfg(not(feature = "bpf"))]
 fn load_checked(_: &Plan) -> Result<Loaded, Error> {
     unreachable!("load() stops at missing_bpf()")
 }
@@ -79,31 +80,22 @@ pub fn ca_layout(port: &Port) -> Result<ca::Layout, Error> {
     ca_layout_checked(port)
 }
 
-#[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
+#[cfg(feature = "bpf")]
 use load::ca_layout as ca_layout_checked;
 
-#[cfg(not(all(feature = "bpf", not(kleinrock_no_clang))))]
+#[cfg(not(feature = "bpf"))]
 fn ca_layout_checked(_: &Port) -> Result<ca::Layout, Error> {
     unreachable!("ca_layout() stops at missing_bpf()")
 }
 
 /// Why this build cannot load anything, if it cannot.
 pub(crate) fn missing_bpf() -> Option<&'static str> {
-    if cfg!(not(feature = "bpf")) {
-        Some(
-            "this kleinrock was built without BPF support; rebuild it with \
-             `cargo build --release --features kernel` (needs clang, libelf-dev, zlib1g-dev \
-             and pkg-config, which ./scripts/test.sh installs)",
-        )
-    } else if cfg!(kleinrock_no_clang) {
-        Some(
-            "this kleinrock was built without clang, so it carries no BPF programs; \
-             install clang (apt-get install clang) and rebuild",
-        )
-    } else {
-        None
-    }
+    cfg!(not(feature = "bpf")).then_some(
+        "this kleinrock was built without BPF support; rebuild it with \
+         `cargo build --release --features kernel` (needs a C compiler, make, libelf-dev, \
+         zlib1g-dev and pkg-config, which ./scripts/test.sh installs; docs/KERNEL.md, \"Building\")",
+    )
 }
 
 /// Can this build load algorithms at all (BPF compiled in)?
-pub const CAN_LOAD: bool = cfg!(all(feature = "bpf", not(kleinrock_no_clang)));
+pub const CAN_LOAD: bool = cfg!(feature = "bpf");

@@ -272,15 +272,15 @@ pub fn run(req: &Request<'_>, progress: &mut dyn FnMut(u64, usize)) -> Result<Re
     run_checked(req, progress)
 }
 
-#[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
+#[cfg(feature = "bpf")]
 use session::run as run_checked;
 
-#[cfg(not(all(feature = "bpf", not(kleinrock_no_clang))))]
+#[cfg(not(feature = "bpf"))]
 fn run_checked(_: &Request<'_>, _: &mut dyn FnMut(u64, usize)) -> Result<Report, Error> {
     unreachable!("run() stops at missing_bpf()")
 }
 
-#[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
+#[cfg(feature = "bpf")]
 mod session {
     use super::{kernel_hz, Recording, Report, Request, Summary};
     use crate::pins::{self, Paths};

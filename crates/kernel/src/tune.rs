@@ -50,13 +50,13 @@ pub struct Stats {
     pub no_storage: u64,
 }
 
-#[cfg(all(feature = "bpf", not(kleinrock_no_clang)))]
+#[cfg(feature = "bpf")]
 #[path = "tune_program.rs"]
 pub mod program;
 
 /// A build without BPF programs has no program to load: every path to
 /// it stops at [`crate::missing_bpf`] first.
-#[cfg(not(all(feature = "bpf", not(kleinrock_no_clang))))]
+#[cfg(not(feature = "bpf"))]
 pub mod program {
     use crate::tune::record::Report;
     use crate::Error;

@@ -15,6 +15,7 @@ use kleinrock_link::loss::LossModel;
 use kleinrock_link::queue::Limit;
 use kleinrock_link::time::Time;
 
+use crate::capture::LabCapture;
 use crate::classify::{self, FlowPath};
 use crate::Error;
 
@@ -64,6 +65,9 @@ pub struct LabConfig {
     /// host, milliseconds of timer and packet latency). True by default;
     /// on bare metal it only costs power. See docs/LAB.md.
     pub keep_cpus_awake: bool,
+    /// A packet capture the delay line writes (docs/LAB.md, "Packet
+    /// captures"); none by default.
+    pub capture: Option<LabCapture>,
 }
 
 impl Default for LabConfig {
@@ -75,6 +79,7 @@ impl Default for LabConfig {
             seed: 1,
             gro: false,
             keep_cpus_awake: true,
+            capture: None,
         }
     }
 }

@@ -32,13 +32,15 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use kleinrock_capture::background::Outcome;
 use kleinrock_link::config::LinkStats;
 
+use crate::capture::Tap;
 use crate::classify::Classifier;
 use crate::config::{LabConfig, DELAY_LINE_SLOTS};
 use crate::lane::{Lane, SLOT};
@@ -187,6 +189,10 @@ struct Shared {
     samples_taken: AtomicU64,
     /// Why the thread stopped, if it stopped on its own.
     failure: Mutex<Option<String>>,
+    /// The lab asks the thread to hand its capture over (to be finished
+    /// off the thread), and the thread puts it here.
+    capture_stop: AtomicBool,
+    capture_done: Mutex<Option<Tap>>,
 }
 
 /// The running delay line; dropping it stops and joins the thread (the
@@ -196,6 +202,8 @@ pub(crate) struct DelayLine {
     stop: OwnedFd,
     poke: OwnedFd,
     thread: Option<JoinHandle<()>>,
+    /// The thread is capturing (until [`DelayLine::finish_capture`]).
+    capturing: AtomicBool,
 }
 
 impl DelayLine {
@@ -219,6 +227,8 @@ impl DelayLine {
             ));
         }
         let lanes: [Lane; 2] = lanes.try_into().expect("two lanes");
+        let mut tap = config.capture.as_ref().map(Tap::start).transpose()?;
+        let capturing = tap.is_some();
         let stop = eventfd("stop")?;
         let poke = eventfd("sample")?;
         let fds = Fds {
@@ -231,11 +241,15 @@ impl DelayLine {
             .name("krlab-delay".into())
             .spawn(move || {
                 raise_priority();
-                if let Err(why) = forward(&fds, lanes, &thread_shared) {
+                if let Err(why) = forward(&fds, lanes, &thread_shared, &mut tap) {
                     *thread_shared
                         .failure
                         .lock()
                         .unwrap_or_else(|p| p.into_inner()) = Some(why);
+                }
+                // A capture nobody asked for: its file completed here.
+                if let Some(tap) = tap.take() {
+                    let _ = tap.finish();
                 }
             })
             .map_err(|e| Error::failed(format!("cannot start the delay line's thread: {e}")))?;
@@ -244,7 +258,34 @@ impl DelayLine {
             stop,
             poke,
             thread: Some(thread),
+            capturing: AtomicBool::new(capturing),
         })
+    }
+
+    /// Stops the capture, if there is one, and completes its file: the
+    /// thread hands it over at its next pass, and the writer is waited
+    /// for here, off the thread. `None` without a capture.
+    pub(crate) fn finish_capture(&self) -> Result<Option<Outcome>, Error> {
+        if !self.capturing.swap(false, Ordering::AcqRel) {
+            return Ok(None);
+        }
+        self.shared.capture_stop.store(true, Ordering::Release);
+        write_eventfd(self.poke.as_raw_fd());
+        let start = Instant::now();
+        loop {
+            if let Some(tap) = lock(&self.shared.capture_done).take() {
+                return tap.finish().map(Some);
+            }
+            if let Some(why) = self.failure() {
+                return Err(Error::failed(why));
+            }
+            if start.elapsed() > SAMPLE_TIMEOUT {
+                return Err(Error::failed(format!(
+                    "the delay line did not hand its capture over within {SAMPLE_TIMEOUT:?}"
+                )));
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
     }
 
     /// Sets the link delay of `lane` (its bottleneck's own delay
@@ -314,6 +355,10 @@ impl Drop for DelayLine {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn eventfd(what: &str) -> Result<OwnedFd, Error> {
     // SAFETY: eventfd has no memory preconditions.
     let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -379,7 +424,12 @@ struct Fds {
 /// The thread's loop: release what is due, read what has arrived, take a
 /// sample if one was asked for, sleep until the next deadline or arrival.
 /// Returns only on error or when the stop eventfd becomes readable.
-fn forward(fds: &Fds, mut lanes: [Lane; 2], shared: &Shared) -> Result<(), String> {
+fn forward(
+    fds: &Fds,
+    mut lanes: [Lane; 2],
+    shared: &Shared,
+    tap: &mut Option<Tap>,
+) -> Result<(), String> {
     let timer =
         Timer::new().map_err(|e| format!("the delay line cannot create its timerfd: {e}"))?;
     let mut scratch = vec![0u8; SLOT];
@@ -388,10 +438,18 @@ fn forward(fds: &Fds, mut lanes: [Lane; 2], shared: &Shared) -> Result<(), Strin
         for (lane, (queue, tun)) in lanes.iter_mut().zip(&fds.tuns).enumerate() {
             let counters = &shared.counters[lane];
             let delay = shared.delay_ns[lane].load(Ordering::Relaxed);
-            release_due(queue, tun.as_raw_fd(), delay, counters);
-            backlog |= read_arrivals(queue, tun.as_raw_fd(), &mut scratch, delay, counters)
+            release_due(queue, tun.as_raw_fd(), delay, counters, lane, &mut *tap);
+            let mut ends = Ends {
+                scratch: &mut scratch,
+                lane,
+                tap: &mut *tap,
+            };
+            backlog |= read_arrivals(queue, tun.as_raw_fd(), delay, counters, &mut ends)
                 .map_err(|e| format!("the delay line cannot read {}: {e}", TUNS[lane]))?;
             counters.publish(queue.stats());
+        }
+        if tap.is_some() && shared.capture_stop.load(Ordering::Acquire) {
+            *lock(&shared.capture_done) = tap.take();
         }
         // Asked for a sample: looked at on every pass, not only when the
         // eventfd woke the thread, which a busy delay line never sleeps
@@ -443,12 +501,22 @@ fn take_sample(lanes: &mut [Lane; 2], shared: &Shared) {
     shared.samples_taken.store(asked, Ordering::Release);
 }
 
-fn release_due(lane: &mut Lane, tun: RawFd, delay: u64, counters: &Counters) {
+fn release_due(
+    lane: &mut Lane,
+    tun: RawFd,
+    delay: u64,
+    counters: &Counters,
+    index: usize,
+    tap: &mut Option<Tap>,
+) {
     let mut at = now();
     lane.advance(at, delay);
     while let Some(packet) = lane.due(at) {
         // SAFETY: writes the packet's bytes, which live across the call.
         let n = unsafe { libc::write(tun, packet.as_ptr().cast(), packet.len()) };
+        if let Some(tap) = tap {
+            tap.released(index, at, packet);
+        }
         if n == packet.len() as isize {
             Counters::bump(&counters.forwarded);
             let late = at - lane.next_release().unwrap_or(at);
@@ -464,19 +532,27 @@ fn release_due(lane: &mut Lane, tun: RawFd, delay: u64, counters: &Counters) {
     }
 }
 
+/// What a lane's reads need beyond the lane: a buffer for a packet with
+/// no free slot, and the capture with the lane's index.
+struct Ends<'a> {
+    scratch: &'a mut [u8],
+    lane: usize,
+    tap: &'a mut Option<Tap>,
+}
+
 /// Reads up to [`READ_BUDGET`] packets; true if the budget ran out (more
 /// may be waiting).
 fn read_arrivals(
     lane: &mut Lane,
     tun: RawFd,
-    scratch: &mut [u8],
     delay: u64,
     counters: &Counters,
+    ends: &mut Ends,
 ) -> io::Result<bool> {
     for _ in 0..READ_BUDGET {
         let slot = lane.free_slot();
         let has_slot = slot.is_some();
-        let buf = slot.unwrap_or(&mut *scratch);
+        let buf = slot.unwrap_or(&mut *ends.scratch);
         // SAFETY: reads into a buffer of buf.len() writable bytes.
         let n = unsafe { libc::read(tun, buf.as_mut_ptr().cast(), buf.len()) };
         if n < 0 {
@@ -487,11 +563,15 @@ fn read_arrivals(
                 _ => Err(e),
             };
         }
+        let at = now();
+        if let Some(tap) = ends.tap {
+            tap.arrived(ends.lane, at, &buf[..n as usize]);
+        }
         if !has_slot {
             Counters::bump(&counters.overflow_drops);
             continue;
         }
-        lane.admit(n as usize, now(), delay);
+        lane.admit(n as usize, at, delay);
     }
     Ok(true)
 }

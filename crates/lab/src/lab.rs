@@ -18,6 +18,8 @@ use std::net::Ipv4Addr;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use kleinrock_capture::background::Outcome as CaptureOutcome;
+
 use crate::awake::Awake;
 use crate::config::{check_loss, Direction, LabConfig, MAX_DELAY, MTU};
 use crate::delay::{DelayLine, DelayStats, QueueSample};
@@ -180,6 +182,15 @@ impl Lab {
             .iter()
             .map(|&lane| self.delay.stats(lane))
             .fold(DelayStats::default(), DelayStats::merge)
+    }
+
+    /// Stops the packet capture (`LabConfig::capture`) and completes its
+    /// file: what it wrote, and what it could not keep because its writer
+    /// fell behind the delay line. `None` without a capture, or after the
+    /// first call. A lab dropped without this call completes the file
+    /// too, but cannot say how it went.
+    pub fn finish_capture(&self) -> Result<Option<CaptureOutcome>, Error> {
+        self.delay.finish_capture()
     }
 
     /// Both bottlenecks' queues and counters, taken by the delay line at

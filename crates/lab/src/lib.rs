@@ -41,6 +41,7 @@ use std::fmt;
 
 mod awake;
 mod bottleneck;
+mod capture;
 mod classify;
 mod config;
 mod delay;
@@ -57,7 +58,10 @@ mod tcp_info;
 mod tools;
 mod tun;
 
+pub use capture::LabCapture;
 pub use classify::{FlowPath, Proto};
+pub use kleinrock_capture::background::Outcome as CaptureOutcome;
+pub use kleinrock_capture::{CaptureSpec, Direction as CaptureDirection, End, Format};
 // The description of a bottleneck the delay line takes, and what it names:
 // the simulator's, from `kleinrock-link`.
 pub use config::{Direction, LabConfig, Link, Queue, DELAY_LINE_SLOTS};

@@ -17,7 +17,8 @@
 use std::time::Duration;
 
 use kleinrock_lab::{
-    Direction, FlowPath, Lab, LabConfig, Link, Proto, QueueSample as LabSample, DELAY_LINE_SLOTS,
+    Direction, FlowPath, Lab, LabCapture, LabConfig, Link, Proto, QueueSample as LabSample,
+    DELAY_LINE_SLOTS,
 };
 use kleinrock_sim::link::LinkStats;
 use kleinrock_sim::results::QueueSample;
@@ -33,7 +34,8 @@ use crate::Error;
 pub const NAMES: [&str; 2] = ["up", "down"];
 
 /// The lab for `cfg`: both directions of its link emulated as they are,
-/// a path of its own for every flow, ping and UDP flow, the seed, no GRO.
+/// a path of its own for every flow, ping and UDP flow, the seed, no GRO,
+/// and the scenario's packet capture from the delay line.
 pub fn lab_config(cfg: &Config) -> Result<LabConfig, Error> {
     let flows = paths(cfg);
     for (lane, name) in NAMES.iter().enumerate() {
@@ -45,6 +47,14 @@ pub fn lab_config(cfg: &Config) -> Result<LabConfig, Error> {
         flows,
         seed: cfg.seed,
         gro: false,
+        capture: cfg
+            .capture
+            .zip(cfg.capture_file.clone())
+            .map(|(spec, path)| LabCapture {
+                spec,
+                path,
+                comment: format!("kleinrock lab, seed {}: {spec}; wall-clock time", cfg.seed),
+            }),
         ..LabConfig::default()
     };
     // What the lab refuses beyond the checks above (a delay past its

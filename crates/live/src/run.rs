@@ -62,6 +62,15 @@ pub fn run(
     let results = measure(plan, &lab, &traffic, stop, progress)?;
     lab.check()?;
     drop(traffic);
+    // After the sockets closed, so that their FINs are in it.
+    if let Some(c) = lab.finish_capture()? {
+        if c.dropped > 0 {
+            eprintln!(
+                "warning: the packet capture kept {} packets and could not keep {} more: its writer fell behind the delay line (a pcapng capture records them in its statistics)",
+                c.written, c.dropped
+            );
+        }
+    }
     drop(lab);
     drop(loaded);
     Ok(results)

@@ -24,12 +24,15 @@ pub const RUN_FILES: [&str; 5] = [
 pub const REPORT_FILES: [&str; 3] = ["report.html", "summary.csv", "comparison.json"];
 
 /// Whether `e` is a run's results directory: a directory holding only
-/// [`RUN_FILES`] (a refusal names what else it holds).
+/// [`RUN_FILES`] and a packet capture (`kleinrock sim --pcap`; a refusal
+/// names what else it holds).
 pub fn is_run_dir(e: &Entry) -> io::Result<bool> {
     if e.kind != Kind::Dir {
         return Ok(false);
     }
-    check_dir(e.path, &|f| Ok(f.is_file_named(&RUN_FILES)))?;
+    check_dir(e.path, &|f| {
+        Ok(f.is_file_named(&RUN_FILES) || f.is_file_named(&kleinrock_capture::spec::FILE_NAMES))
+    })?;
     Ok(true)
 }
 

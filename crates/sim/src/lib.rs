@@ -12,11 +12,13 @@
 //! - [`tcp`]: the sender (SACK scoreboard, RACK-TLP, PRR, RTO, rate
 //!   sampler, pacing) and the receiver (delayed ACKs, SACK, ECN echo).
 //! - [`world`]: the topology and event loop; [`results`]: what a run
-//!   produces, written as JSON and CSV through `json` and `decimal`.
+//!   produces, written as JSON and CSV through `json` and `decimal`;
+//!   [`capture`]: a run's packets as a pcap or pcapng file.
 //!
 //! Deterministic: one seeded generator draws every random loss, events at
 //! the same instant run in scheduling order, and nothing reads a real clock.
 
+pub mod capture;
 mod decimal;
 pub mod event;
 mod json;

@@ -70,6 +70,8 @@ pub fn dumbbell(
         flows,
         pings: vec![],
         udp: vec![],
+        capture: None,
+        capture_file: None,
     }
 }
 

@@ -327,7 +327,7 @@ fn what_the_simulator_holds_is_bounded() {
 #[test]
 fn unknown_keys_are_named_with_their_table() {
     let cases: Vec<(String, &str)> = vec![
-        (format!("colour = 1\n{BASE}"), "s.toml line 1: unknown key `colour` at the top level; valid keys are name, duration, seed, sample_interval, tcp, link, flow, ping, udp, compare"),
+        (format!("colour = 1\n{BASE}"), "s.toml line 1: unknown key `colour` at the top level; valid keys are name, duration, seed, sample_interval, tcp, link, flow, ping, udp, capture, compare"),
         (with("[colour]\nx = 1"), "s.toml line 7: unknown key `colour` at the top level"),
         (with("[tcp]\nfoo = 1"), "s.toml line 8: unknown key `foo` in [tcp]; valid keys are mss, init_cwnd,"),
         (link("rat = 1"), "s.toml line 4: unknown key `rat` in [link]; valid keys are rate, trace,"),
@@ -368,6 +368,7 @@ fn every_table() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
         ("[[flow]]", vec![("cc", "\"reno\""), ("rtt", "\"40ms\"")]),
         ("[[ping]]", vec![("rtt", "\"40ms\"")]),
         ("[[udp]]", vec![("rate", "\"1Mbit\""), ("rtt", "\"40ms\"")]),
+        ("[capture]", vec![]),
     ]
 }
 
@@ -394,7 +395,7 @@ fn set(header: &str, key: &'static str, value: &'static str) -> String {
 /// names the key and its line. Nothing panics.
 #[test]
 fn every_key_with_every_kind_of_value() {
-    let keys: [(&str, &[&str]); 8] = [
+    let keys: [(&str, &[&str]); 9] = [
         ("", &["name", "duration", "seed", "sample_interval"]),
         (
             "[tcp]",
@@ -452,6 +453,7 @@ fn every_key_with_every_kind_of_value() {
             "[[udp]]",
             &["rate", "rtt", "size", "direction", "start", "stop"],
         ),
+        ("[capture]", &["at", "direction", "snaplen", "format"]),
     ];
     let values = [
         "1",

@@ -176,6 +176,31 @@ fn one_line(text: &str) -> String {
     text.replace(['\t', '\n'], " ")
 }
 
+/// tshark's `fields` of every frame of the capture `file` that matches the
+/// display filter `filter`: a row per frame, a field's several values
+/// joined by commas, an absent field empty. Panics if tshark fails. Ask
+/// for it first with `installed("tshark", "tshark")`.
+pub fn tshark(file: &Path, filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut cmd = std::process::Command::new("tshark");
+    cmd.arg("-n").arg("-r").arg(file).args(["-Y", filter]);
+    cmd.args(["-T", "fields", "-E", "separator=/t", "-E", "occurrence=a"]);
+    cmd.args(["-E", "aggregator=,"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("tshark runs");
+    assert!(
+        out.status.success(),
+        "tshark -Y {filter:?} on {} failed: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
 /// Appends `line` to the file `variable` names, if it names one. One
 /// write of a short line to a file opened for appending, so that test
 /// threads and processes writing at once do not interleave.

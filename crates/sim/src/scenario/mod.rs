@@ -10,7 +10,8 @@
 //! - [`limits`]: the largest value each key may hold, and why.
 //! - `link`: the `[link]` table per direction, and the jitter; `queue`:
 //!   its `queue` value, FIFO sizes and AQM tables.
-//! - `flows`: `[[flow]]`, `[[ping]]` and `[[udp]]`.
+//! - `flows`: `[[flow]]`, `[[ping]]` and `[[udp]]`; [`capture`]:
+//!   `[capture]`, and `--pcap`.
 //! - here: the file's top level and `[tcp]`, read section by section.
 
 use std::path::Path;
@@ -18,6 +19,7 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
+pub mod capture;
 mod flows;
 pub mod limits;
 mod link;
@@ -63,6 +65,7 @@ struct File {
     ping: Vec<flows::PingSection>,
     #[serde(default)]
     udp: Vec<flows::UdpSection>,
+    capture: Option<capture::CaptureSection>,
     /// `kleinrock compare`'s table, read by kleinrock-report's `plan`
     /// module: what to compare is not the network's business.
     #[allow(dead_code)]
@@ -180,6 +183,10 @@ fn parse_file(src: &Source, dir: Option<&Path>) -> Result<Config, ScenarioError>
         pings: &pings,
     };
     series.check(src, f.sample_interval.as_ref().unwrap_or(&f.duration))?;
+    let capture = match &f.capture {
+        Some(c) => Some(capture::capture(src, c)?),
+        None => None,
+    };
     Ok(Config {
         duration,
         seed,
@@ -197,6 +204,8 @@ fn parse_file(src: &Source, dir: Option<&Path>) -> Result<Config, ScenarioError>
         flows,
         pings,
         udp,
+        capture,
+        capture_file: None,
     })
 }
 
