@@ -16,7 +16,10 @@ time stolen by the hypervisor around it:
    which is the per-task cost of Ray and of the task's wrapping.
 
 Efficiency is the sequential time over N times the Ray time (1.0: the
-cores' ideal). Needs the package and Ray (pip install './python[ray]').
+cores' ideal), and, since a shared host's other load takes wall time from
+both unevenly, also the sequential CPU time over the CPU time of the Ray
+run (this process, the raylet, the GCS server and the workers: what the
+sweep costs beyond the simulations themselves). Needs the package and Ray (pip install './python[ray]').
 
     python scripts/bench-sweep.py [--runs-scale 1.0] [--json out.json]
 """
@@ -60,13 +63,38 @@ def stolen() -> float:
     return int(cpu[8]) / os.sysconf("SC_CLK_TCK")
 
 
-def measured(label: str, fn):
-    load0, steal0, t0 = open("/proc/loadavg").read().split()[:3], stolen(), time.monotonic()
+def ray_cpu() -> float:
+    """CPU seconds (user + system) of this process and of the local Ray
+    cluster's processes: the raylet, the GCS server and the raylet's
+    children (the workers, which live through a sweep)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    procs = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            stat = open("/proc/%s/stat" % p).read()
+            cmd = open("/proc/%s/cmdline" % p, "rb").read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        procs[int(p)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, cmd)
+    raylets = {pid for pid, (_, _, cmd) in procs.items() if b"raylet" in cmd.split(b"\0")[0]}
+    total = 0.0
+    for pid, (ppid, cpu, cmd) in procs.items():
+        if pid == os.getpid() or pid in raylets or ppid in raylets or b"gcs_server" in cmd.split(b"\0")[0]:
+            total += cpu
+    return total
+
+
+def measured(label: str, fn, cpu=lambda: time.process_time()):
+    load0, steal0, t0, c0 = open("/proc/loadavg").read().split()[:3], stolen(), time.monotonic(), cpu()
     out = fn()
-    dt = time.monotonic() - t0
+    dt, c = time.monotonic() - t0, cpu() - c0
     load1, steal1 = open("/proc/loadavg").read().split()[:3], stolen()
-    print("%s: %.2f s (loadavg %s -> %s, %.1f s stolen)" % (label, dt, " ".join(load0), " ".join(load1), steal1 - steal0))
-    return out, {"seconds": dt, "load_before": load0, "load_after": load1, "stolen_s": steal1 - steal0}
+    print("%s: %.2f s, %.2f CPU s (loadavg %s -> %s, %.1f s stolen)"
+          % (label, dt, c, " ".join(load0), " ".join(load1), steal1 - steal0))
+    return out, {"seconds": dt, "cpu_s": c, "load_before": load0, "load_after": load1, "stolen_s": steal1 - steal0}
 
 
 def main() -> None:
@@ -93,6 +121,7 @@ def main() -> None:
         par, figures["ray"] = measured(
             "ray, %d CPUs" % cores,
             lambda: kleinrock.sweep(SCENARIO, grid=g, cc=CC, seeds=[1, 2], engine="ray", quiet=True),
+            ray_cpu,
         )
         assert par.metrics.equals(seq.metrics), "the engines' rows differ"
         figures["tasks"], figures["batch"] = par.tasks, par.batch
@@ -100,23 +129,26 @@ def main() -> None:
         from kleinrock.sweep import _run_task
 
         remote = ray.remote(num_cpus=1, max_retries=0)(_run_task)
-        plan = _native.SweepPlan("text", SCENARIO, cc=CC, seeds=[1, 2], grid=list(g.items()), report=False)
+        from kleinrock import _asked
+
+        plan = _native.SweepPlan(_asked(SCENARIO, None, None, CC, [1, 2], None, g), report=False)
         ref = ray.put(plan.payload())
         k = cores * 64
         _, figures["empty_tasks"] = measured(
-            "%d empty tasks" % k, lambda: ray.get([remote.remote(ref, [], False, False) for _ in range(k)])
+            "%d empty tasks" % k, lambda: ray.get([remote.remote(ref, [], False, False) for _ in range(k)]), ray_cpu
         )
     finally:
         ray.shutdown()
     ideal = figures["sequential"]["seconds"] / cores
     figures["efficiency"] = ideal / figures["ray"]["seconds"]
     figures["per_run_ms"] = 1000 * figures["sequential"]["seconds"] / n
-    figures["per_task_overhead_ms"] = 1000 * figures["empty_tasks"]["seconds"] * cores / (cores * 64)
+    figures["cpu_efficiency"] = figures["sequential"]["cpu_s"] / figures["ray"]["cpu_s"]
+    figures["per_task_overhead_ms"] = 1000 * figures["empty_tasks"]["cpu_s"] / k
     print(
-        "efficiency %.1f%% of %d cores' ideal (%.2f s); %.2f ms per run; %d tasks of %d runs; "
-        "an empty task costs %.2f ms of a CPU"
-        % (100 * figures["efficiency"], cores, ideal, figures["per_run_ms"], figures["tasks"], figures["batch"],
-           figures["per_task_overhead_ms"])
+        "efficiency %.1f%% of %d cores' ideal (%.2f s) by wall time, %.1f%% by CPU time; %.3f ms per run; "
+        "%d tasks of %d runs; an empty task costs %.2f ms of CPU (Ray's processes and the driver)"
+        % (100 * figures["efficiency"], cores, ideal, 100 * figures["cpu_efficiency"], figures["per_run_ms"],
+           figures["tasks"], figures["batch"], figures["per_task_overhead_ms"])
     )
     if a.json:
         with open(a.json, "w") as f:

@@ -188,13 +188,28 @@ class Comparison:
         return self.text
 
 
-def _sweep_args(
+def _asked(
+    scenario: Scenario,
+    name: Optional[str],
+    dir: Optional[Union[str, "os.PathLike[str]"]],
+    cc: Optional[Sequence[str]],
+    seeds: Optional[Sequence[int]],
     sweep: Union[None, str, Sequence[str]],
     grid: Optional[Mapping[str, Sequence[Value]]],
-) -> Tuple[Optional[List[str]], Optional[List[Tuple[str, List[Value]]]]]:
-    sweeps = [sweep] if isinstance(sweep, str) else (list(sweep) if sweep is not None else None)
-    pairs = [(k, list(v)) for k, v in grid.items()] if grid is not None else None
-    return sweeps, pairs
+) -> Dict[str, Any]:
+    """What a comparison or a sweep asks, as the native module takes it."""
+    kind, value = _source(scenario)
+    return {
+        "kind": kind,
+        "value": value,
+        "label": name if kind != "path" else None,
+        "dir": os.fspath(dir) if dir is not None else None,
+        "name": name,
+        "cc": list(cc or []),
+        "seeds": list(seeds or []),
+        "sweep": [sweep] if isinstance(sweep, str) else (list(sweep) if sweep is not None else None),
+        "grid": [(k, list(v)) for k, v in grid.items()] if grid is not None else None,
+    }
 
 
 def compare(
@@ -221,18 +236,8 @@ def compare(
     is not given comes from the scenario's ``[compare]`` table. Runs on
     every core.
     """
-    kind, value = _source(scenario)
-    sweeps, pairs = _sweep_args(sweep, grid)
     ipc, text, warnings, report = _native.compare(
-        kind,
-        value,
-        label=name if kind != "path" else None,
-        dir=os.fspath(dir) if dir is not None else None,
-        name=name,
-        cc=list(cc or []),
-        seeds=list(seeds or []),
-        sweep=sweeps,
-        grid=pairs,
+        _asked(scenario, name, dir, cc, seeds, sweep, grid),
         flent_test=flent_test,
         engine=engine,
         jobs=jobs,

@@ -21,19 +21,7 @@ class SweepPlan:
     algorithms: List[str]
     seeds: List[int]
     warnings: List[str]
-    def __init__(
-        self,
-        kind: str,
-        value: Any,
-        label: Optional[str] = ...,
-        dir: Optional[str] = ...,
-        name: Optional[str] = ...,
-        cc: Sequence[str] = ...,
-        seeds: Sequence[int] = ...,
-        sweep: Optional[Sequence[str]] = ...,
-        grid: Optional[Sequence[Tuple[str, Sequence[Any]]]] = ...,
-        report: bool = ...,
-    ) -> None: ...
+    def __init__(self, asked: Dict[str, Any], report: bool = ...) -> None: ...
     def __len__(self) -> int: ...
     def payload(self) -> bytes: ...
     def claim_report(self, out: str) -> None: ...
@@ -48,15 +36,7 @@ def sim(
     overrides: Sequence[Tuple[str, Any]] = ...,
 ) -> RunResults: ...
 def compare(
-    kind: str,
-    value: Any,
-    label: Optional[str] = ...,
-    dir: Optional[str] = ...,
-    name: Optional[str] = ...,
-    cc: Sequence[str] = ...,
-    seeds: Sequence[int] = ...,
-    sweep: Optional[Sequence[str]] = ...,
-    grid: Optional[Sequence[Tuple[str, Sequence[Any]]]] = ...,
+    asked: Dict[str, Any],
     flent_test: Optional[str] = ...,
     engine: Optional[str] = ...,
     jobs: Optional[int] = ...,

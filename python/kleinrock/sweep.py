@@ -248,26 +248,14 @@ def sweep(
     ``kleinrock compare`` writes (which plots at most two swept keys; more
     need ``report=False``). Progress is shown on stderr unless ``quiet``.
     """
-    from . import _sweep_args, _source, _warn
+    from . import _asked, _warn
 
     if engine not in ("local", "ray"):
         raise KleinrockError('`%s` is not a sweep engine; give engine="local" or engine="ray"' % engine)
     if batch is not None and batch < 1:
         raise KleinrockError("batch=%d runs no run per task; give a batch of at least 1" % batch)
     keep = bool(report and out is not None)
-    kind, value = _source(scenario)
-    _, pairs = _sweep_args(None, grid)
-    plan = _native.SweepPlan(
-        kind,
-        value,
-        label=name if kind != "path" else None,
-        dir=os.fspath(dir) if dir is not None else None,
-        name=name,
-        cc=list(cc or []),
-        seeds=list(seeds or []),
-        grid=pairs,
-        report=keep,
-    )
+    plan = _native.SweepPlan(_asked(scenario, name, dir, cc, seeds, None, grid), report=keep)
     warnings = list(plan.warnings)
     _warn(warnings)
     out_dir = Path(out) if out is not None else None

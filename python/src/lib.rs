@@ -222,35 +222,56 @@ fn sim(
 /// written.
 type Compared = (Py<PyBytes>, String, Vec<String>, Option<String>);
 
-#[pyfunction]
-#[pyo3(signature = (kind, value, label=None, dir=None, name=None, cc=Vec::new(), seeds=Vec::new(), sweep=None, grid=None, flent_test=None, engine=None, jobs=None, out=None))]
-#[allow(clippy::too_many_arguments)]
-fn compare(
-    py: Python<'_>,
-    kind: &str,
-    value: &Bound<'_, PyAny>,
+/// What a comparison or a sweep is asked (the Python package's one dict
+/// for both): the scenario, its label and directory, the name, and
+/// compare's options.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct Asked<'py> {
+    kind: String,
+    value: Bound<'py, PyAny>,
     label: Option<String>,
     dir: Option<PathBuf>,
     name: Option<String>,
     cc: Vec<String>,
     seeds: Vec<u64>,
     sweep: Option<Vec<String>>,
-    grid: Option<Vec<(String, Vec<Bound<'_, PyAny>>)>>,
+    grid: Option<Vec<(String, Vec<Bound<'py, PyAny>>)>>,
+}
+
+impl Asked<'_> {
+    /// The request: checked and planned; `any_number_of_sweeps` past
+    /// the report's two keys, `flent_test` and `engine` as compare's.
+    fn request(
+        self,
+        any_number_of_sweeps: bool,
+        flent_test: Option<String>,
+        engine: Option<String>,
+    ) -> PyResult<Request> {
+        let scn = scenario(&self.kind, &self.value, self.label, self.dir)?;
+        let options = Options {
+            cc: self.cc,
+            seeds: self.seeds,
+            sweeps: sweeps(self.sweep, self.grid)?,
+            flent_test,
+            engine,
+            any_number_of_sweeps,
+        };
+        request(scn, self.name, &options)
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (asked, flent_test=None, engine=None, jobs=None, out=None))]
+fn compare(
+    py: Python<'_>,
+    asked: Asked<'_>,
     flent_test: Option<String>,
     engine: Option<String>,
     jobs: Option<usize>,
     out: Option<PathBuf>,
 ) -> PyResult<Compared> {
-    let scn = scenario(kind, value, label, dir)?;
-    let options = Options {
-        cc,
-        seeds,
-        sweeps: sweeps(sweep, grid)?,
-        flent_test,
-        engine,
-        any_number_of_sweeps: false,
-    };
-    let req = request(scn, name, &options)?;
+    let req = asked.request(false, flent_test, engine)?;
     if req.engine.lab() {
         return Err(refuse(
             "the Python package runs the simulator only; compare in the lab with `kleinrock compare --engine lab` (as root)",

@@ -13,13 +13,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use serde::{Deserialize, Serialize};
 
+use kleinrock_report::outputs;
 use kleinrock_report::plan::{Scenario, Sweep};
-use kleinrock_report::request::{Options, Request};
+use kleinrock_report::request::{self, Request};
 use kleinrock_report::runner::{self, Job};
 use kleinrock_report::Run;
 use kleinrock_sim::Results;
 
-use crate::{claim_report, ipc_bytes, refuse, request, scenario, sweeps, write_report};
+use crate::{claim_report, ipc_bytes, refuse, write_report, Asked};
 
 /// What a task needs, as TOML (exact for every value a sweep can hold).
 #[derive(Serialize, Deserialize)]
@@ -49,55 +50,17 @@ struct SweepPlan {
 #[pymethods]
 impl SweepPlan {
     #[new]
-    #[pyo3(signature = (kind, value, label=None, dir=None, name=None, cc=Vec::new(), seeds=Vec::new(), sweep=None, grid=None, report=true))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        kind: &str,
-        value: &Bound<'_, PyAny>,
-        label: Option<String>,
-        dir: Option<PathBuf>,
-        name: Option<String>,
-        cc: Vec<String>,
-        seeds: Vec<u64>,
-        sweep: Option<Vec<String>>,
-        grid: Option<Vec<(String, Vec<Bound<'_, PyAny>>)>>,
-        report: bool,
-    ) -> PyResult<SweepPlan> {
-        let scn = scenario(kind, value, label, dir)?;
-        let options = Options {
-            cc,
-            seeds,
-            sweeps: sweeps(sweep, grid)?,
-            flent_test: None,
-            engine: None,
-            // The report's plots take two keys; the dataset any number.
-            any_number_of_sweeps: !report,
-        };
-        let req = request(scn, name, &options)?;
+    #[pyo3(signature = (asked, report=true))]
+    fn new(asked: Asked<'_>, report: bool) -> PyResult<SweepPlan> {
+        // The report's plots take two keys; the dataset any number.
+        let req = asked.request(!report, None, None)?;
         if req.engine.lab() {
             return Err(refuse(
                 "a sweep runs the simulator only; remove `engine` from [compare], or run the lab with `kleinrock compare --engine lab`",
             ));
         }
-        let jobs: Vec<Job> = req
-            .plan
-            .runs
-            .iter()
-            .take(1)
-            .map(|r| Job {
-                name: req.job_name(r),
-                cfg: r.config.clone(),
-            })
-            .collect();
-        if jobs
-            .iter()
-            .any(|j| j.cfg.flows.iter().any(|f| f.trace.is_some()))
-        {
-            return Err(refuse(format!(
-                "{}: a sweep runs the scenario many times and would write its hook trace from every run at once; remove `trace` from the scenario, or trace one run with `kleinrock sim`",
-                req.scenario.path.display()
-            )));
-        }
+        // As compare refuses them: every run would write the same file.
+        outputs::check_traces(&req.jobs(), request::TRACE_ADVICE).map_err(refuse)?;
         let seeds = req
             .seeds
             .iter()

@@ -796,7 +796,14 @@ fn sim_and_compare_write_parquet_only_when_built_with_it() {
     .unwrap();
     let s = scenario.to_str().unwrap();
     let (sim_out, cmp_out) = (dir.join("sim"), dir.join("cmp"));
-    let sim = ["sim", s, "--out", sim_out.to_str().unwrap(), "--format", "parquet"];
+    let sim = [
+        "sim",
+        s,
+        "--out",
+        sim_out.to_str().unwrap(),
+        "--format",
+        "parquet",
+    ];
     let cmp = [
         "compare",
         s,
@@ -825,11 +832,28 @@ fn sim_and_compare_write_parquet_only_when_built_with_it() {
     }
     let parquet = |p: std::path::PathBuf| {
         let bytes = fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"), "{}", p.display());
+        assert!(
+            bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"),
+            "{}",
+            p.display()
+        );
     };
-    for t in ["flows", "queues", "pings", "summary", "ping_summary", "udp", "links"] {
+    for t in [
+        "flows",
+        "queues",
+        "pings",
+        "summary",
+        "ping_summary",
+        "udp",
+        "links",
+    ] {
         parquet(sim_out.join("p").join(format!("{t}.parquet")));
-        parquet(cmp_out.join("runs").join("reno_seed1").join(format!("{t}.parquet")));
+        parquet(
+            cmp_out
+                .join("runs")
+                .join("reno_seed1")
+                .join(format!("{t}.parquet")),
+        );
     }
     parquet(cmp_out.join("summary.parquet"));
     assert!(sim_out.join("p").join("results.json").exists());
