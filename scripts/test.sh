@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Kleinrock's whole test suite, runnable on a fresh machine: installs what
 # is missing (a C linker, the Rust toolchain, rustfmt and clippy, Python's
-# venv and, in target/flent-venv, flent 2.3 from PyPI; clang, libelf, zlib,
+# venv and, in target/flent-venv, flent 2.3 from PyPI; in
+# target/python-venv maturin, pyarrow, pandas, Ray and pytest for the
+# Python package's tests; clang, libelf, zlib,
 # pkg-config, bpftool, iperf3, iproute2 and iptables for the BPF ports;
 # iproute2, iptables and ping for the live lab; tshark, which reads both
 # engines' packet captures), then checks
@@ -86,6 +88,16 @@ if [ ! -x "$venv/bin/flent" ]; then
 fi
 export KLEINROCK_FLENT="$PWD/$venv/bin/flent"
 
+# The Python package (python/, docs/PYTHON.md) is tested with pytest after
+# the cargo tests: what it needs goes in a venv of its own.
+pyvenv=target/python-venv
+python_deps=('maturin>=1.9,<2' 'pyarrow>=14' 'pandas>=1.5' 'ray>=2.9' 'pytest>=7')
+if [ ! -x "$pyvenv/bin/pytest" ] || ! "$pyvenv/bin/python" -c 'import ray, pyarrow, pandas' 2>/dev/null; then
+    echo "test.sh: installing ${python_deps[*]} into $pyvenv" >&2
+    python3 -m venv "$pyvenv"
+    "$pyvenv/bin/pip" install -q --disable-pip-version-check "${python_deps[@]}"
+fi
+
 # What must not be skipped: everything as root on Linux (CI); elsewhere
 # what this script installed (a BPF build needs the clang it installs; the
 # tools matter only to tests that need root first).
@@ -110,6 +122,36 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
+# Parquet is a feature the workspace's tests build without (the CLI's is
+# off by default): its files are tested here.
+cargo test -p kleinrock-columns --features parquet --locked 2>&1 | tee -a "$log" || status=1
+
+# The Python package, installed as a user installs it (pip install
+# ./python) but built with the `pytest` profile (release without its fat
+# LTO, which would add minutes of linking here), then its tests; their
+# counts join cargo's in the closing line as one more `test result:`.
+echo "== python: pip install ./python, pytest" >&2
+export KLEINROCK_BIN="$PWD/target/debug/kleinrock"
+pytest_xml=target/pytest.xml
+rm -f "$pytest_xml"
+if PATH="$PWD/$pyvenv/bin:$PATH" "$pyvenv/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps --no-build-isolation \
+        --config-settings=build-args='--profile pytest --locked' ./python; then
+    (cd python/tests && "../../$pyvenv/bin/python" -m pytest -q -p no:cacheprovider \
+        --junitxml="../../$pytest_xml") 2>&1 | tee -a "$log" || status=1
+else
+    echo "test.sh: the Python package did not build" >&2
+    status=1
+fi
+if [ -s "$pytest_xml" ]; then
+    "$pyvenv/bin/python" - "$pytest_xml" >>"$log" <<'PY'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+s = root if root.tag == "testsuite" else root.find("testsuite")
+n, f, e, k = (int(s.get(x, 0)) for x in ("tests", "failures", "errors", "skipped"))
+print("test result: %s. %d passed; %d failed; %d ignored; 0 measured; 0 filtered out (pytest)"
+      % ("ok" if f + e == 0 else "FAILED", n - f - e - k, f + e, k))
+PY
+fi
 
 # Timing measurements: each gated test says whether the host was quiet
 # enough to judge its accuracy. One noisy test is not a failure; a suite in

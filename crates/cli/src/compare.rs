@@ -10,15 +10,15 @@ use std::process::ExitCode;
 
 use kleinrock_live::{signals, Implementation};
 use kleinrock_report::layout;
-use kleinrock_report::plan::{value_label, Engine, Scenario, Sweep};
-use kleinrock_report::run::Offered;
-use kleinrock_report::{Comparison, Engines, Run};
-use kleinrock_sim::Results;
+use kleinrock_report::plan::{Engine, Scenario, Sweep};
+use kleinrock_report::request::{self, Options, Request};
+use kleinrock_report::{Comparison, Engines};
 
-use crate::outputs;
+use crate::parquet::{self, Format};
 use crate::progress::Phase;
-use crate::runner::{run_all, Job};
+use crate::runner::run_all;
 use crate::Failure;
+use kleinrock_report::outputs;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -52,101 +52,62 @@ pub struct Args {
     /// (default: `engine` in [compare], else sim).
     #[arg(long, value_parser = Engine::NAMES)]
     engine: Option<String>,
+    /// Also write the tables as Parquet: summary.parquet, and each run's
+    /// in runs/RUN/ (a binary built with `--features parquet`;
+    /// docs/PYTHON.md).
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {
+    parquet::check(a.format)?;
     let planning = Phase::start("reading and planning", a.quiet);
     let scn = Scenario::load(&a.scenario)?;
-    let defaults = &scn.compare;
-    let specs: Vec<String> = if a.cc.is_empty() {
-        defaults.cc.clone()
-    } else {
-        a.cc.clone()
-    };
-    if specs.is_empty() {
-        return Err(Failure(format!(
-            "nothing to compare: give algorithms with --cc (e.g. --cc cubic,bbr,cdg,reno) or a `cc` list in the [compare] table of {}",
-            a.scenario.display()
-        )));
-    }
-    let mut canonical = Vec::new();
-    for s in &specs {
-        let (_, _, label) = kleinrock_cc::implementation::canonical(s)
-            .map_err(|e| Failure(format!("--cc {s}: {e}")))?;
-        canonical.push(label);
-    }
-    let engine = match &a.engine {
-        Some(e) => Engine::parse(e).unwrap_or_default(),
-        None => defaults.engine.unwrap_or_default(),
-    };
-    engine.check_specs(&specs).map_err(Failure)?;
-    let seeds = if !a.seeds.is_empty() {
-        a.seeds.clone()
-    } else if !defaults.seeds.is_empty() {
-        defaults.seeds.clone()
-    } else {
-        vec![scn.config.seed]
-    };
-    let sweeps: Vec<Sweep> = if a.sweep.is_empty() {
-        defaults.sweeps.clone()
-    } else {
-        a.sweep
-            .iter()
-            .map(|s| Sweep::parse(s))
-            .collect::<Result<_, _>>()?
-    };
-    if sweeps.len() > 2 {
-        return Err(Failure(format!(
-            "{} sweeps make a grid too large to plot; sweep at most two keys at a time",
-            sweeps.len()
-        )));
-    }
     let name = a
         .scenario
         .file_stem()
         .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    let sweeps = if a.sweep.is_empty() {
+        None
+    } else {
+        Some(
+            a.sweep
+                .iter()
+                .map(|s| Sweep::parse(s))
+                .collect::<Result<Vec<_>, _>>()?,
+        )
+    };
+    // Every run, checked before anything runs.
+    let req = Request::new(
+        scn,
+        name.clone(),
+        &Options {
+            cc: a.cc.clone(),
+            seeds: a.seeds.clone(),
+            sweeps,
+            flent_test: a.flent_test.clone(),
+            engine: a.engine.clone(),
+            any_number_of_sweeps: false,
+        },
+    )
+    .map_err(Failure)?;
+    let engine = req.engine;
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| Path::new("out").join("compare").join(&name));
-
-    // Every run, checked before anything runs, and what they write.
-    let plan = scn.plan(&specs, &sweeps, &seeds)?;
-    let warnings = plan.warnings.clone();
-    let mut jobs = Vec::new();
-    let mut labels = Vec::new();
-    for run in plan.runs {
-        let point: String = run.point.iter().map(|(k, v)| format!(" {k}={v}")).collect();
-        labels.push((
-            run.spec.clone(),
-            run.point,
-            run.seed,
-            Offered::of(&run.config),
-        ));
-        jobs.push(Job {
-            name: format!("{name} {}{point} seed {}", run.spec, run.seed),
-            cfg: run.config,
-        });
-    }
-    outputs::check_traces(
-        &jobs,
-        "compare runs the scenario once per algorithm, seed and swept value: trace one run with `kleinrock sim`, or remove `trace` from the scenario",
-    )?;
-    if jobs.iter().any(|j| j.cfg.capture.is_some()) {
-        return Err(Failure(format!(
-            "{}: compare writes no packet captures (it runs the scenario once per algorithm, seed and swept value); capture one run with `kleinrock sim {} --out DIR`, or remove [capture] from the scenario",
-            a.scenario.display(),
-            a.scenario.display()
-        )));
-    }
+    let warnings = req.plan.warnings.clone();
+    let jobs = req.jobs();
+    let labels: Vec<&str> = req.plan.runs.iter().map(|r| r.spec.as_str()).collect();
+    outputs::check_traces(&jobs, request::TRACE_ADVICE)?;
     // The lab's runs planned before anything runs: a key it cannot honour
     // is refused now.
     let mut lab_plans = Vec::new();
     if engine.lab() {
-        for (job, (spec, ..)) in jobs.iter().zip(&labels) {
+        for (job, spec) in jobs.iter().zip(&labels) {
             let how = Implementation::split(spec).0;
             let plan = kleinrock_live::Plan::new(&job.cfg, how)
                 .map_err(|e| Failure(format!("{} with {spec}: {e}", a.scenario.display())))?;
@@ -176,9 +137,9 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
         eprintln!(
             "running {} {what} ({} algorithms x {} seeds{})",
             jobs.len(),
-            canonical.len(),
-            seeds.len(),
-            sweeps
+            req.canonical.len(),
+            req.seeds.len(),
+            req.sweeps
                 .iter()
                 .map(|s| format!(" x {} values of {}", s.values.len(), s.key))
                 .collect::<String>()
@@ -199,50 +160,14 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             }
         }
     }
-    let runs_of = |results: Vec<Results>| -> Vec<Run> {
-        labels
-            .iter()
-            .cloned()
-            .zip(results)
-            .map(|((spec, point, seed, offered), results)| Run {
-                spec,
-                point,
-                seed,
-                results,
-                offered,
-            })
-            .collect()
-    };
     let (runs, lab_runs) = match engine {
-        Engine::Lab => (runs_of(lab_results), Vec::new()),
-        _ => (runs_of(sim_results), runs_of(lab_results)),
+        Engine::Lab => (req.runs_of(lab_results), Vec::new()),
+        _ => (req.runs_of(sim_results), req.runs_of(lab_results)),
     };
-    let cmp = Comparison {
-        name,
-        scenario_path: a.scenario.display().to_string(),
-        scenario_text: scn.text().to_string(),
-        specs: canonical,
-        sweeps: sweeps
-            .iter()
-            .map(|s| (s.key.clone(), s.values.iter().map(value_label).collect()))
-            .collect(),
-        seeds,
-        runs,
-        flent_test: a
-            .flent_test
-            .clone()
-            .or_else(|| defaults.flent_test.clone())
-            .unwrap_or_default(),
-    };
+    let cmp = req.comparison(runs);
     let lab_cmp = Comparison {
-        name: cmp.name.clone(),
-        scenario_path: cmp.scenario_path.clone(),
         scenario_text: String::new(),
-        specs: cmp.specs.clone(),
-        sweeps: cmp.sweeps.clone(),
-        seeds: cmp.seeds.clone(),
-        runs: lab_runs,
-        flent_test: cmp.flent_test.clone(),
+        ..req.comparison(lab_runs)
     };
     let engines = match engine {
         Engine::Sim => Engines::Sim,
@@ -263,6 +188,9 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
             kleinrock_files::reason(&e)
         ))
     })?;
+    if a.format == Format::Parquet {
+        parquet::write_comparison(&out, &cmp)?;
+    }
     println!("\nreport: {}", report.display());
     println!(
         "open it in a browser (it needs no network), e.g. xdg-open {}",

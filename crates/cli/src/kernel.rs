@@ -12,7 +12,8 @@ use kleinrock_kernel::pins::{self, Paths, Unloaded};
 use kleinrock_kernel::plan::plan;
 use kleinrock_kernel::trace::conn_path;
 
-use crate::{outputs, Failure};
+use crate::Failure;
+use kleinrock_report::outputs;
 
 #[derive(clap::Args)]
 pub struct Args {

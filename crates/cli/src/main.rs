@@ -9,7 +9,7 @@ mod compare;
 mod kernel;
 mod lab;
 mod model;
-mod outputs;
+mod parquet;
 mod progress;
 mod replay;
 mod runner;

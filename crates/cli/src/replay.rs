@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use kleinrock_cc::echo::show;
 use kleinrock_cc::Algorithm;
 
 use crate::Failure;
@@ -41,15 +40,7 @@ pub fn warn_specs<'a>(specs: impl IntoIterator<Item = &'a Algorithm>) {
 }
 
 pub fn parse_hz(s: &str) -> Result<u32, String> {
-    match s.parse::<u32>() {
-        Ok(hz) if kleinrock_trace::HZ.contains(&hz) => Ok(hz),
-        _ => Err(format!(
-            "`{}` is not a clock rate; give HZ as an integer from {} to {} (Linux uses 100, 250, 300 or 1000)",
-            show(s),
-            kleinrock_trace::HZ.start(),
-            kleinrock_trace::HZ.end()
-        )),
-    }
+    kleinrock_trace::parse_hz(s)
 }
 
 pub fn run(a: Args) -> Result<ExitCode, Failure> {

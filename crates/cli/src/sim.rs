@@ -9,10 +9,12 @@ use kleinrock_report::{layout, plan};
 use kleinrock_sim::scenario::capture::parse_option;
 use kleinrock_sim::Results;
 
-use crate::outputs;
+use crate::parquet::{self, Format};
 use crate::progress::Phase;
-use crate::runner::{run_all, Job};
+use crate::runner::run_all;
 use crate::Failure;
+use kleinrock_report::outputs;
+use kleinrock_report::runner::Job;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,6 +33,10 @@ pub struct Args {
     /// Runs in parallel (default: one per core).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     jobs: Option<u32>,
+    /// Also write each run's tables as Parquet in its --out directory (a
+    /// binary built with `--features parquet`; docs/PYTHON.md).
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -170,6 +176,7 @@ pub(crate) fn runs<'a>(
 /// What the runs write, checked before they start: hook traces, and
 /// `--out`.
 fn check_outputs(a: &Args, jobs: &[Job]) -> Result<(), Failure> {
+    parquet::check(a.format)?;
     outputs::check_traces(
         jobs,
         "trace one run at a time (one scenario file, one seed)",
@@ -218,7 +225,11 @@ pub fn run(a: Args) -> Result<ExitCode, Failure> {
     if let Some(out) = &a.out {
         let writing = Phase::start("writing results", a.quiet);
         for (i, (job, r)) in jobs.iter().zip(&results).enumerate() {
-            dirs.push(write(out, &job.name, r)?);
+            let dir = write(out, &job.name, r)?;
+            if a.format == Format::Parquet {
+                parquet::write_run(&dir, r)?;
+            }
+            dirs.push(dir);
             writing.set((i + 1) as f64 / jobs.len() as f64);
         }
     }

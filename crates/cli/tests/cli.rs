@@ -817,3 +817,79 @@ mod hostile_specs_traces_model {
         );
     }
 }
+
+/// `--format parquet`: the tables as Parquet files with the feature
+/// `parquet`; without it, refused before anything runs or is written.
+#[test]
+fn sim_and_compare_write_parquet_only_when_built_with_it() {
+    let dir = tmpdir("parquet");
+    let scenario = dir.join("p.toml");
+    fs::write(
+        &scenario,
+        "duration = \"1s\"\n[link]\nrate = \"10Mbit\"\nqueue = 20\n[[flow]]\ncc = \"cubic\"\nrtt = \"20ms\"\n",
+    )
+    .unwrap();
+    let s = scenario.to_str().unwrap();
+    let (sim_out, cmp_out) = (dir.join("sim"), dir.join("cmp"));
+    let sim = [
+        "sim",
+        s,
+        "--out",
+        sim_out.to_str().unwrap(),
+        "--format",
+        "parquet",
+    ];
+    let cmp = [
+        "compare",
+        s,
+        "--cc",
+        "cubic,reno",
+        "--out",
+        cmp_out.to_str().unwrap(),
+        "--format",
+        "parquet",
+        "--quiet",
+    ];
+    if !cfg!(feature = "parquet") {
+        for args in [&sim[..], &cmp[..]] {
+            let e = one_error(args);
+            assert!(
+                e.contains("error: this kleinrock was built without Parquet; build it with `cargo build --release --features parquet`"),
+                "{e}"
+            );
+        }
+        assert!(!sim_out.exists() && !cmp_out.exists(), "nothing written");
+        return;
+    }
+    for args in [&sim[..], &cmp[..]] {
+        let o = kleinrock(args);
+        assert!(o.status.success(), "{}", text(&o).1);
+    }
+    let parquet = |p: std::path::PathBuf| {
+        let bytes = fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(
+            bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"),
+            "{}",
+            p.display()
+        );
+    };
+    for t in [
+        "flows",
+        "queues",
+        "pings",
+        "summary",
+        "ping_summary",
+        "udp",
+        "links",
+    ] {
+        parquet(sim_out.join("p").join(format!("{t}.parquet")));
+        parquet(
+            cmp_out
+                .join("runs")
+                .join("reno_seed1")
+                .join(format!("{t}.parquet")),
+        );
+    }
+    parquet(cmp_out.join("summary.parquet"));
+    assert!(sim_out.join("p").join("results.json").exists());
+}

@@ -11,17 +11,31 @@ use kleinrock_files::{check_dir, claim_dir, Entry, Kind};
 
 /// What a run's results directory holds: what `Results::write` writes
 /// (kleinrock_sim), for `kleinrock sim --out` and for each of a report's
-/// `runs/`.
-pub const RUN_FILES: [&str; 5] = [
+/// `runs/`, and the run's tables as Parquet (`--format parquet`,
+/// kleinrock_columns' RUN_TABLES).
+pub const RUN_FILES: [&str; 12] = [
     "results.json",
     "flows.csv",
     "queues.csv",
     "pings.csv",
     "summary.csv",
+    "flows.parquet",
+    "queues.parquet",
+    "pings.parquet",
+    "summary.parquet",
+    "ping_summary.parquet",
+    "udp.parquet",
+    "links.parquet",
 ];
 
-/// A report directory's own files, beside `runs/`.
-pub const REPORT_FILES: [&str; 3] = ["report.html", "summary.csv", "comparison.json"];
+/// A report directory's own files, beside `runs/` (`summary.parquet` with
+/// `--format parquet`).
+pub const REPORT_FILES: [&str; 4] = [
+    "report.html",
+    "summary.csv",
+    "comparison.json",
+    "summary.parquet",
+];
 
 /// Whether `e` is a run's results directory: a directory holding only
 /// [`RUN_FILES`] and a packet capture (`kleinrock sim --pcap`; a refusal

@@ -19,10 +19,13 @@ pub mod engines;
 pub mod flent;
 pub mod html;
 pub mod layout;
+pub mod outputs;
 pub mod palette;
 pub mod plan;
 pub mod plots;
+pub mod request;
 pub mod run;
+pub mod runner;
 
 pub use engines::Engines;
 pub use html::{write_report, write_report_of};

@@ -186,7 +186,12 @@ pub fn value_label(v: &toml::Value) -> String {
 /// A scenario file kept as text, so that a comparison can vary its keys.
 #[derive(Clone, Debug)]
 pub struct Scenario {
+    /// The file, or for text given directly the label its messages use.
     pub path: PathBuf,
+    /// Where relative paths in the scenario (traces) resolve.
+    dir: Option<PathBuf>,
+    /// Whether messages name lines of `text` (not for generated text).
+    lines: bool,
     text: String,
     table: toml::Table,
     pub config: Config,
@@ -208,13 +213,30 @@ pub struct PlannedRun {
 impl Scenario {
     /// Reads and checks a scenario file, including its `[compare]` table.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let (text, config, compare) = read(path)?;
-        let file = path.display().to_string();
+        let text = scenario::read(path)?;
+        Scenario::from_text(text, path, path.parent(), true)
+    }
+
+    /// Checks scenario text given directly (the Python package's TOML
+    /// text or dict): `label` names it in messages as a file's path
+    /// would, and relative paths in it resolve in `dir`. Messages name a
+    /// line only if `lines` (not for text a program wrote, whose lines the
+    /// person never saw).
+    pub fn from_text(
+        text: String,
+        label: &Path,
+        dir: Option<&Path>,
+        lines: bool,
+    ) -> Result<Scenario, ScenarioError> {
+        let (config, compare) = read_text(&text, label, dir, lines)?;
+        let file = label.display().to_string();
         let table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| ScenarioError(format!("{file}: {}", e.message())))?;
         Ok(Scenario {
-            path: path.to_path_buf(),
+            path: label.to_path_buf(),
+            dir: dir.map(Path::to_path_buf),
+            lines,
             text,
             table,
             config,
@@ -225,6 +247,16 @@ impl Scenario {
     /// The scenario text as read.
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Where the scenario's relative paths resolve.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    /// Whether its messages name lines ([`Scenario::from_text`]).
+    pub fn lines(&self) -> bool {
+        self.lines
     }
 
     /// The configuration with `overrides` (key, value) applied, as if the
@@ -253,7 +285,7 @@ impl Scenario {
         let text = toml::to_string(&table)
             .map_err(|e| ScenarioError(format!("{}: {e}", self.path.display())))?;
         let file = format!("{} with {}", self.path.display(), label.join(", "));
-        scenario::parse_generated(&text, &file, self.path.parent())
+        scenario::parse_generated(&text, &file, self.dir.as_deref())
     }
 
     /// Every run of the comparison: each point of the grid the `sweeps`
@@ -326,6 +358,60 @@ impl Scenario {
             ));
         }
         Ok(Plan { runs, warnings })
+    }
+
+    /// The runs of [`Scenario::plan`] numbered `ids` (their places in
+    /// its order), built alone: what a sweep's task runs, on a machine
+    /// that did not plan the grid. The grid is not checked again (the
+    /// driver's plan did); an id beyond it is refused.
+    pub fn runs_at(
+        &self,
+        specs: &[String],
+        sweeps: &[Sweep],
+        seeds: &[u64],
+        ids: &[usize],
+    ) -> Result<Vec<PlannedRun>, ScenarioError> {
+        let canonical = canonical(&self.path, specs)?;
+        let points: usize = sweeps.iter().map(|s| s.values.len()).product();
+        let total = points * specs.len() * seeds.len();
+        let mut out = Vec::with_capacity(ids.len());
+        // Consecutive ids share a point and an algorithm: built once.
+        let mut last: Option<(usize, Config)> = None;
+        for &id in ids {
+            if id >= total {
+                return self.refuse(format!(
+                    "run {id} is beyond the grid's {total} runs; plan the sweep again"
+                ));
+            }
+            let (cell, seed) = (id / seeds.len(), seeds[id % seeds.len()]);
+            let (mut p, spec) = (cell / specs.len(), cell % specs.len());
+            let mut point = Vec::with_capacity(sweeps.len());
+            for sw in sweeps.iter().rev() {
+                point.push((sw.key.clone(), sw.values[p % sw.values.len()].clone()));
+                p /= sw.values.len();
+            }
+            point.reverse();
+            let config = match &last {
+                Some((c, config)) if *c == cell => config.clone(),
+                _ => {
+                    let config = self.at(&point, &specs[spec])?;
+                    last = Some((cell, config.clone()));
+                    config
+                }
+            };
+            let mut config = config;
+            config.seed = seed;
+            out.push(PlannedRun {
+                spec: canonical[spec].clone(),
+                point: point
+                    .iter()
+                    .map(|(k, v)| (k.clone(), value_label(v)))
+                    .collect(),
+                seed,
+                config,
+            });
+        }
+        Ok(out)
     }
 
     fn refuse<T>(&self, why: String) -> Result<T, ScenarioError> {
@@ -575,25 +661,35 @@ pub fn twice<T: PartialEq + Clone>(v: &[T]) -> Option<T> {
 /// `kleinrock sim` runs. Cheaper than [`Scenario::load`], which keeps the
 /// text as a table to vary.
 pub fn load_config(path: &Path) -> Result<Config, ScenarioError> {
-    read(path).map(|(_, config, _)| config)
+    let text = scenario::read(path)?;
+    read_text(&text, path, path.parent(), true).map(|(config, _)| config)
 }
 
-/// A scenario file's text, configuration and `[compare]` table.
-fn read(path: &Path) -> Result<(String, Config, Compare), ScenarioError> {
-    let text = scenario::read(path)?;
+/// A scenario's configuration and `[compare]` table, from its text;
+/// `path` names it, relative paths resolve in `dir`.
+fn read_text(
+    text: &str,
+    path: &Path,
+    dir: Option<&Path>,
+    lines: bool,
+) -> Result<(Config, Compare), ScenarioError> {
     let file = path.display().to_string();
-    let config = scenario::parse(&text, &file, path.parent())?;
+    let config = if lines {
+        scenario::parse(text, &file, dir)?
+    } else {
+        scenario::parse_generated(text, &file, dir)?
+    };
     let src = Source {
         file: &file,
-        text: &text,
-        lines: true,
+        text,
+        lines,
     };
     let compare = match src.decode::<File>()?.compare {
         None => Compare::default(),
         Some(c) => compare_table(&src, &c)?,
     };
     check_runs(path, &compare.cc, &compare.sweeps, &compare.seeds)?;
-    Ok((text, config, compare))
+    Ok((config, compare))
 }
 
 /// Every point the sweeps span: one (key, value) per sweep, the first
@@ -852,6 +948,19 @@ rtt = "40ms"
         assert_eq!((last.hz, last.seed), (1000, 2));
         assert!(last.flows.iter().all(|f| f.cc.spec() == "bbr"));
         assert_eq!(last.links[0].loss, LossModel::Bernoulli { ppm: 10_000 });
+        // Any run alone is the plan's, configuration and all.
+        let ids = [15, 0, 5, 6, 9];
+        let alone = s.runs_at(&specs, &sweeps, &[1, 2], &ids).unwrap();
+        for (r, &i) in alone.iter().zip(&ids) {
+            assert_eq!(
+                (&r.spec, &r.point, r.seed),
+                (&runs[i].spec, &runs[i].point, runs[i].seed)
+            );
+            assert_eq!(run_of(&r.config), run_of(&runs[i].config));
+            assert_eq!(r.config.seed, runs[i].config.seed);
+        }
+        let e = s.runs_at(&specs, &sweeps, &[1, 2], &[16]).unwrap_err().0;
+        assert!(e.contains("run 16 is beyond the grid's 16 runs"), "{e}");
         // No sweeps: one point.
         assert_eq!(s.plan(&specs, &[], &[7]).unwrap().runs.len(), 2);
         let e = s.plan(&["cubik".into()], &[], &[1]).unwrap_err().0;

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::decimal::{push_fixed, push_int};
 use crate::json::{record_key, JsonWriter};
@@ -18,7 +18,7 @@ use crate::time::Time;
 /// Its 17 KB of buckets are allocated with the first sample: a flow has
 /// two (RTTs and response times), and 100,000 flows' unused ones would be
 /// gigabytes.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Histogram {
     /// Empty until the first sample, then `BUCKETS` long.
     buckets: Vec<u64>,
@@ -129,7 +129,7 @@ impl Histogram {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FlowSample {
     pub t: f64,
     pub flow: u32,
@@ -150,13 +150,15 @@ pub struct FlowSample {
     pub retransmits: u64,
     /// Segments sent so far, retransmissions included (`tp->segs_out`).
     pub segs_out: u64,
-    pub ca_state: &'static str,
+    #[serde(deserialize_with = "known_name")]
+    pub ca_state: Name,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct QueueSample {
     pub t: f64,
-    pub link: &'static str,
+    #[serde(deserialize_with = "known_name")]
+    pub link: Name,
     pub packets: u32,
     pub bytes: u64,
     pub delay_us: u64,
@@ -164,11 +166,12 @@ pub struct QueueSample {
     pub marks: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FlowSummary {
     pub flow: u32,
     pub cc: String,
-    pub direction: &'static str,
+    #[serde(deserialize_with = "known_name")]
+    pub direction: Name,
     pub rtt_ms: f64,
     pub goodput_bps: f64,
     pub bytes: u64,
@@ -187,14 +190,14 @@ pub struct FlowSummary {
     pub completion_s: Option<f64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PingSample {
     pub t: f64,
     pub ping: u32,
     pub rtt_ms: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PingSummary {
     pub ping: u32,
     /// Base RTT of the ping path.
@@ -205,7 +208,7 @@ pub struct PingSummary {
     pub rtt_p95_ms: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct UdpSummary {
     pub udp: u32,
     pub sent: u64,
@@ -214,13 +217,63 @@ pub struct UdpSummary {
     pub loss: f64,
 }
 
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct LinkSummary {
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub queue_drops: u64,
     pub loss_drops: u64,
     pub marks: u64,
+}
+
+impl From<LinkSummary> for LinkStats {
+    fn from(s: LinkSummary) -> Self {
+        LinkStats {
+            tx_packets: s.tx_packets,
+            tx_bytes: s.tx_bytes,
+            queue_drops: s.queue_drops,
+            loss_drops: s.loss_drops,
+            marks: s.marks,
+        }
+    }
+}
+
+/// A name a results record holds, one of [`NAMES`]: `&'static str`
+/// under another name, since serde's derive takes a field written
+/// `&'static str` to borrow from its input, which would then have to live
+/// forever.
+pub type Name = &'static str;
+
+/// Every name a results record holds in a `&'static str` (a link, a
+/// flow's direction, a congestion-avoidance state, as either engine
+/// writes them): results read back (`Deserialize`, which carries runs
+/// between processes) name the same static strings.
+const NAMES: [Name; 10] = [
+    "up", "down", "upload", "download", "Open", "Disorder", "CWR", "Recovery", "Loss", "?",
+];
+
+fn known_name<'de, D: Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
+    let s = String::deserialize(d)?;
+    NAMES
+        .iter()
+        .find(|n| **n == s)
+        .copied()
+        .ok_or_else(|| serde::de::Error::custom(format!("`{s}` is not a name results hold")))
+}
+
+/// The links' counters as [`LinkSummary`]s, which serde reads and writes.
+mod links {
+    use super::{LinkStats, LinkSummary};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(l: &[LinkStats; 2], s: S) -> Result<S::Ok, S::Error> {
+        [LinkSummary::from(l[0]), LinkSummary::from(l[1])].serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[LinkStats; 2], D::Error> {
+        let [up, down] = <[LinkSummary; 2]>::deserialize(d)?;
+        Ok([up.into(), down.into()])
+    }
 }
 
 impl From<LinkStats> for LinkSummary {
@@ -374,8 +427,10 @@ fn replace_file(path: &Path) -> io::Result<std::fs::File> {
 /// samples): 30 s of samples every 100 ms for 200 flows.
 const RESERVED_SAMPLES: usize = 1 << 16;
 
-/// A run's results.
-#[derive(Clone, Debug)]
+/// A run's results. Serde's forms hold every field (the RTT histogram's
+/// buckets too), for carrying a run to another process; the files a run
+/// writes are [`Results::write`]'s.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Results {
     pub duration_s: f64,
     pub seed: u64,
@@ -387,6 +442,7 @@ pub struct Results {
     pub pings: Vec<PingSummary>,
     pub ping_series: Vec<PingSample>,
     pub udp: Vec<UdpSummary>,
+    #[serde(with = "links")]
     pub links: [LinkStats; 2],
     pub events: u64,
 }

@@ -13,5 +13,5 @@ pub mod replay;
 pub mod write;
 
 pub use read::{TraceError, TraceReader};
-pub use replay::{replay, replay_from, Diff, Divergence, Report, HZ};
+pub use replay::{parse_hz, replay, replay_from, Diff, Divergence, Report, HZ};
 pub use write::{Recorder, TraceWriter};

@@ -192,6 +192,20 @@ fn compare(lay: &Layout, cells: &[Option<i128>], sk: &Sock, cc: &Algorithm, ret:
 /// and 0 would divide every conversion between jiffies and time by zero.
 pub const HZ: std::ops::RangeInclusive<u32> = 1..=1_000_000;
 
+/// A jiffies clock rate as a person gives it (`--hz`, the Python
+/// package's `hz`), or the sentence refusing it.
+pub fn parse_hz(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(hz) if HZ.contains(&hz) => Ok(hz),
+        _ => Err(format!(
+            "`{}` is not a clock rate; give HZ as an integer from {} to {} (Linux uses 100, 250, 300 or 1000)",
+            kleinrock_cc::echo::show(s),
+            HZ.start(),
+            HZ.end()
+        )),
+    }
+}
+
 /// Replays the trace at `path` into `cc` (in its initial, all-zero state)
 /// with a `hz` jiffies clock. `progress` is called with the rows done every
 /// 65,536 rows.

@@ -1,4 +1,5 @@
-//! What `sim` and `compare` write besides their results and reports: the
+//! What `sim` and `compare` (and the Python package's `sim`, `compare` and
+//! sweeps) write besides their results and reports: the
 //! hook traces scenarios name (`[[flow]] trace`); `kernel trace --out`'s
 //! traces are checked by the same test ([`check_trace`]). Checked before any run,
 //! as the results' directories are: a trace is one connection's, so one
@@ -12,7 +13,6 @@ use std::path::Path;
 use kleinrock_files::Kind;
 
 use crate::runner::Job;
-use crate::Failure;
 
 /// How far into an existing file its header row is looked for: as far as
 /// a trace's line may go.
@@ -41,7 +41,7 @@ fn is_hook_trace(path: &Path) -> std::io::Result<bool> {
 /// flow of one run only (a scenario's own flows are checked when it is
 /// parsed), in a directory that exists, over nothing or a hook trace.
 /// `advice` says how to trace one run at a time with this command.
-pub fn check_traces(jobs: &[Job], advice: &str) -> Result<(), Failure> {
+pub fn check_traces(jobs: &[Job], advice: &str) -> Result<(), String> {
     let mut traces: Vec<(&Path, &str)> = jobs
         .iter()
         .flat_map(|j| {
@@ -54,20 +54,20 @@ pub fn check_traces(jobs: &[Job], advice: &str) -> Result<(), Failure> {
     traces.sort();
     for w in traces.windows(2) {
         if w[0].0 == w[1].0 {
-            return Err(Failure(format!(
+            return Err(format!(
                 "the runs `{}` and `{}` would both write the hook trace {}, which would end corrupt; {advice}",
                 w[0].1,
                 w[1].1,
                 w[0].0.display()
-            )));
+            ));
         }
     }
     for (path, name) in traces {
         if let Err(why) = check_trace(path) {
-            return Err(Failure(format!(
+            return Err(format!(
                 "{name}: cannot write the hook trace {}: {why}; choose another `trace` path",
                 path.display()
-            )));
+            ));
         }
     }
     Ok(())
